@@ -1,0 +1,24 @@
+#pragma once
+// Reduce-scatter: afterwards rank r holds chunk r (ChunkBegin/ChunkSize) of the reduction of
+// every rank's vector. The first half of RingAllReduce, and the half DeAR runs during backward.
+
+#include "algorithms/collectives/options.h"
+
+namespace herd::collectives {
+
+struct ReduceScatterOptions : CommonOptions {
+  // In place: `count` elements on entry; on return chunk rank() holds the reduction (for kAverage
+  // divided by P) and the other chunks hold partial sums (scratch).
+  void* data = nullptr;
+  size_t count = 0;
+  ReduceOp op = ReduceOp::kSum;
+  // Each chunk moves in segments of at most this many bytes so that the reduction of one
+  // segment overlaps the transfer of the next. Tests lower it to exercise the many-segment path.
+  size_t segment_bytes = size_t{1} << 20;
+};
+
+// P-1 steps around the ring; extra memory: two segments.
+// With a communicator whose memory is not host memory, runs the backend's native op.
+absl::Status RingReduceScatter(const ReduceScatterOptions& options);
+
+}  // namespace herd::collectives

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs every Debian package that herd's build, tests, benchmarks and demo need.
+# Idempotent: packages already present are left alone, and `apt-get update` only runs
+# when something is missing. Needs root (or sudo) only when it has something to install.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config ccache git clang-format
+  # libraries found with find_package
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libucx-dev ucx-utils
+  librocksdb-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libspdlog-dev libfmt-dev libcli11-dev libabsl-dev
+  # peers of the collectives benchmark
+  libopenmpi-dev openmpi-bin libgloo-dev
+  # network namespaces and bandwidth caps of the cluster emulator
+  iproute2
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done" >&2

@@ -1,0 +1,34 @@
+#pragma once
+// Loopback backend: the ranks are threads of one process sharing a LoopbackFabric. Used by the
+// unit tests of every algorithm.
+//
+// Matching is rendezvous-like on purpose: a send completes only once a matching receive has
+// copied it, and nothing is buffered. That is the strictest behaviour a real transport shows
+// for large messages, so an algorithm that would deadlock over UCX deadlocks here too.
+// kill(rank) stands in for a crashed process: its peers' requests fail with UNAVAILABLE.
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "transport/communicator.h"
+
+namespace herd::transport {
+
+class LoopbackFabric {
+ public:
+  static std::shared_ptr<LoopbackFabric> Create(int size);
+  virtual ~LoopbackFabric() = default;
+
+  virtual int size() const = 0;
+  // The communicator of `rank` (0 <= rank < size). It shares ownership of the fabric.
+  virtual std::unique_ptr<Communicator> communicator(int rank) = 0;
+  // Marks `rank` as crashed: everything pending to, from or of it fails; later operations
+  // with it fail at once.
+  virtual void kill(int rank, absl::Status why) = 0;
+};
+
+// Convenience: one communicator per rank of a new fabric.
+std::vector<std::unique_ptr<Communicator>> MakeLoopbackCommunicators(int size);
+
+}  // namespace herd::transport
