@@ -1,0 +1,33 @@
+#pragma once
+// Dispatch by algorithm name: the benchmark and the worker pick an algorithm per operation at
+// run time (e.g. from a flag or a plan) and call one of these. Each forwards to the free
+// function of the operation's header; the options keep their meaning.
+//
+// Supported pairs (anything else is INVALID_ARGUMENT listing the supported algorithms, nothing
+// sent):
+//   AllReduce      ring, lp, tree, native
+//   AllGather      ring, rd, bruck, native
+//   ReduceScatter  ring, native
+//   Broadcast      lp, tree
+//   Reduce         lp, tree
+// "native" runs the backend's own collective (comm->native(), e.g. NCCL); it is
+// FAILED_PRECONDITION on a communicator that has none. "ring" on a communicator whose memory is
+// not host memory also delegates to the native op (see ring.cc).
+
+#include "absl/status/status.h"
+#include "algorithms/collectives/allgather.h"
+#include "algorithms/collectives/allreduce.h"
+#include "algorithms/collectives/broadcast.h"
+#include "algorithms/collectives/options.h"
+#include "algorithms/collectives/reduce.h"
+#include "algorithms/collectives/reduce_scatter.h"
+
+namespace herd::collectives {
+
+absl::Status AllReduce(const AllReduceOptions& options, Algorithm algorithm);
+absl::Status AllGather(const AllGatherOptions& options, Algorithm algorithm);
+absl::Status ReduceScatter(const ReduceScatterOptions& options, Algorithm algorithm);
+absl::Status Broadcast(const BroadcastOptions& options, Algorithm algorithm);
+absl::Status Reduce(const ReduceOptions& options, Algorithm algorithm);
+
+}  // namespace herd::collectives
