@@ -1,0 +1,107 @@
+#include "algorithms/collectives/run.h"
+
+#include <string>
+
+#include "absl/strings/str_format.h"
+#include "algorithms/collectives/internal.h"
+#include "common/status.h"
+#include "transport/native_collectives.h"
+
+namespace herd::collectives {
+namespace {
+
+absl::Status Unsupported(std::string_view operation, Algorithm a, std::string_view supported) {
+  return absl::InvalidArgumentError(absl::StrFormat("%s has no algorithm '%s'; supported: %s",
+                                                    operation, AlgorithmName(a), supported));
+}
+
+// "native": the backend's own collective, with the same validation as the host algorithms.
+absl::StatusOr<transport::NativeCollectives*> NativeFor(std::string_view what,
+                                                        const CommonOptions& o, const void* data,
+                                                        size_t count) {
+  HERD_RETURN_IF_ERROR(internal::ValidateBase(what, o, data, count));
+  return internal::Native(what, *o.comm);
+}
+
+}  // namespace
+
+absl::Status AllReduce(const AllReduceOptions& o, Algorithm a) {
+  switch (a) {
+    case Algorithm::kRing:
+      return RingAllReduce(o);
+    case Algorithm::kLinearPipeline:
+      return LinearPipelineAllReduce(o);
+    case Algorithm::kBinomialTree:
+      return BinomialTreeAllReduce(o);
+    case Algorithm::kNative: {
+      constexpr std::string_view kWhat = "native all-reduce";
+      const Deadline deadline = Deadline::After(o.timeout);
+      HERD_ASSIGN_OR_RETURN(auto* native, NativeFor(kWhat, o, o.data, o.count));
+      HERD_RETURN_IF_ERROR(internal::ValidateOp(kWhat, o.dtype, o.op));
+      if (o.comm->size() == 1 || o.count == 0) return absl::OkStatus();
+      return native->AllReduce(o.data, o.count, o.dtype, o.op, deadline);
+    }
+    default:
+      return Unsupported("all-reduce", a, "ring, lp, tree, native");
+  }
+}
+
+absl::Status AllGather(const AllGatherOptions& o, Algorithm a) {
+  switch (a) {
+    case Algorithm::kRing:
+      return RingAllGather(o);
+    case Algorithm::kRecursiveDoubling:
+      return RecursiveDoublingAllGather(o);
+    case Algorithm::kBruck:
+      return BruckAllGather(o);
+    case Algorithm::kNative: {
+      const Deadline deadline = Deadline::After(o.timeout);
+      HERD_ASSIGN_OR_RETURN(auto* native, NativeFor("native all-gather", o, o.data, o.count));
+      if (o.comm->size() == 1 || o.count == 0) return absl::OkStatus();
+      return native->AllGather(o.data, o.count, o.dtype, deadline);
+    }
+    default:
+      return Unsupported("all-gather", a, "ring, rd, bruck, native");
+  }
+}
+
+absl::Status ReduceScatter(const ReduceScatterOptions& o, Algorithm a) {
+  switch (a) {
+    case Algorithm::kRing:
+      return RingReduceScatter(o);
+    case Algorithm::kNative: {
+      constexpr std::string_view kWhat = "native reduce-scatter";
+      const Deadline deadline = Deadline::After(o.timeout);
+      HERD_ASSIGN_OR_RETURN(auto* native, NativeFor(kWhat, o, o.data, o.count));
+      HERD_RETURN_IF_ERROR(internal::ValidateOp(kWhat, o.dtype, o.op));
+      if (o.comm->size() == 1 || o.count == 0) return absl::OkStatus();
+      return native->ReduceScatter(o.data, o.count, o.dtype, o.op, deadline);
+    }
+    default:
+      return Unsupported("reduce-scatter", a, "ring, native");
+  }
+}
+
+absl::Status Broadcast(const BroadcastOptions& o, Algorithm a) {
+  switch (a) {
+    case Algorithm::kLinearPipeline:
+      return LinearPipelineBroadcast(o);
+    case Algorithm::kBinomialTree:
+      return BinomialBroadcast(o);
+    default:
+      return Unsupported("broadcast", a, "lp, tree");
+  }
+}
+
+absl::Status Reduce(const ReduceOptions& o, Algorithm a) {
+  switch (a) {
+    case Algorithm::kLinearPipeline:
+      return LinearPipelineReduce(o);
+    case Algorithm::kBinomialTree:
+      return BinomialReduce(o);
+    default:
+      return Unsupported("reduce", a, "lp, tree");
+  }
+}
+
+}  // namespace herd::collectives
