@@ -1,5 +1,6 @@
 #include "tests/unit/collectives/collective_test_util.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <thread>
@@ -65,12 +66,30 @@ Buffer Encode(DType dtype, size_t count, const std::function<double(size_t)>& va
   return b;
 }
 
+namespace {
+
+// InputValue has period 17 in i: encode one period and tile it (the large sweeps would otherwise
+// spend most of their time converting elements one by one).
+constexpr size_t kPeriod = 17;
+
+Buffer Tiled(DType dtype, size_t count, const std::function<double(size_t)>& value) {
+  const size_t es = DTypeSize(dtype);
+  Buffer period = Encode(dtype, kPeriod, value);
+  Buffer b(count * es);
+  for (size_t i = 0; i < count; i += kPeriod) {
+    std::memcpy(b.data() + i * es, period.data(), std::min(kPeriod, count - i) * es);
+  }
+  return b;
+}
+
+}  // namespace
+
 Buffer Input(DType dtype, size_t count, int rank) {
-  return Encode(dtype, count, [rank](size_t i) { return InputValue(rank, i); });
+  return Tiled(dtype, count, [rank](size_t i) { return InputValue(rank, i); });
 }
 
 Buffer Filled(DType dtype, size_t count, double v) {
-  return Encode(dtype, count, [v](size_t) { return v; });
+  return Tiled(dtype, count, [v](size_t) { return v; });
 }
 
 namespace {
@@ -90,22 +109,13 @@ double Combine(ReduceOp op, int size, size_t i) {
 }  // namespace
 
 Buffer Reference(DType dtype, ReduceOp op, int size, size_t count) {
-  // InputValue is periodic in i with period 17: compute one period, then replicate.
-  double period[17];
-  for (size_t i = 0; i < 17; ++i) period[i] = Combine(op, size, i);
-  Buffer b = Encode(dtype, count, [&](size_t i) { return period[i % 17]; });
-  if (op == ReduceOp::kAverage && size > 1) {
+  return Tiled(dtype, count, [&](size_t i) {
+    double v = Combine(op, size, i);
+    if (op != ReduceOp::kAverage || size == 1) return v;
     // The sum is exact in the dtype; scale it once, rounding like the dtype's arithmetic does.
-    for (size_t i = 0; i < count; ++i) {
-      double sum = Load(dtype, b.data(), i);
-      double avg =
-          dtype == DType::kFloat64
-              ? sum * (1.0 / size)
-              : static_cast<double>(static_cast<float>(sum) * static_cast<float>(1.0 / size));
-      Store(dtype, b.data(), i, avg);
-    }
-  }
-  return b;
+    if (dtype == DType::kFloat64) return v * (1.0 / size);
+    return static_cast<double>(static_cast<float>(v) * static_cast<float>(1.0 / size));
+  });
 }
 
 ::testing::AssertionResult SameElements(DType dtype, const Buffer& got, const Buffer& want,

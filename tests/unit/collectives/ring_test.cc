@@ -23,6 +23,13 @@ using transport::LoopbackFabric;
 
 constexpr size_t kTinySegment = 64;
 
+// 1-byte segments (one element each) for the small counts, 64 bytes for 10007 elements, 64 KiB
+// for 1000003 (0: the default, 1 MiB).
+size_t SegmentFor(size_t count, bool default_for_large) {
+  if (count == kLargeCount) return default_for_large ? 0 : size_t{64} << 10;
+  return count == kMidCount ? kTinySegment : 1;
+}
+
 std::vector<size_t> SweepCounts(int P) {
   std::vector<size_t> counts = SmallCounts(P);
   counts.push_back(kMidCount);
@@ -104,8 +111,7 @@ TEST_P(RingSweep, ReduceScatterThenAllGather) {
   auto [P, dtype] = GetParam();
   for (size_t count : SweepCounts(P)) {
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage}) {
-      CheckReduceScatterThenAllGather(P, count, dtype, op,
-                                      count == kLargeCount ? size_t{64} << 10 : kTinySegment);
+      CheckReduceScatterThenAllGather(P, count, dtype, op, SegmentFor(count, false));
     }
   }
 }
@@ -114,8 +120,7 @@ TEST_P(RingSweep, AllReduce) {
   auto [P, dtype] = GetParam();
   for (size_t count : SweepCounts(P)) {
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage}) {
-      // 0: the default segment size.
-      CheckAllReduce(P, count, dtype, op, count == kLargeCount ? 0 : kTinySegment);
+      CheckAllReduce(P, count, dtype, op, SegmentFor(count, true));
     }
   }
 }
