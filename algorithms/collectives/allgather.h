@@ -1,6 +1,7 @@
 #pragma once
 // All-gather: on entry chunk rank() of `data` holds this rank's part (chunk layout of
-// options.h); on return every chunk holds its owner's part. In place, no extra memory.
+// options.h); on return every chunk holds its owner's part. In place: every algorithm sends from
+// and receives into `data` and needs no extra memory.
 
 #include "algorithms/collectives/options.h"
 
@@ -13,12 +14,16 @@ struct AllGatherOptions : CommonOptions {
 };
 
 // P-1 steps, each forwarding the chunk received last; bandwidth-optimal for long vectors.
+// (P-1) S messages each way per rank (S segments per chunk). Extra memory: none.
+// With a communicator whose memory is not host memory, runs the backend's native op.
 absl::Status RingAllGather(const AllGatherOptions& options);
 // ceil(log2 P) steps exchanging doubling sets of chunks; for P not a power of two the ranks
 // beyond the largest power of two fold into a partner first and get the result at the end.
+// At most 2 log2(p2) + 2 messages each way per rank (p2: largest power of two <= P), whole
+// chunk ranges, no segmentation. Extra memory: none.
 absl::Status RecursiveDoublingAllGather(const AllGatherOptions& options);
 // Bruck: ceil(log2 P) steps for any P; data kept rotated during the steps, rotated back in
-// place at the end.
+// place at the end. ceil(log2 P) messages each way per rank. Extra memory: none.
 absl::Status BruckAllGather(const AllGatherOptions& options);
 
 }  // namespace herd::collectives

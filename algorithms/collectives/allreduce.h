@@ -13,12 +13,18 @@ struct AllReduceOptions : CommonOptions {
   size_t block_bytes = size_t{256} << 10;  // linear pipeline: block size b of the paper
 };
 
-// RingReduceScatter then RingAllGather (the decoupled pair DeAR schedules separately).
+// RingReduceScatter then RingAllGather (the decoupled pair DeAR schedules separately), on the
+// same buffer; sum/avg/min/max, an average divided once by P after the reduce-scatter.
+// 2 (P-1) S messages each way per rank. Extra memory: two segments.
+// With a communicator whose memory is not host memory, runs the backend's native op.
 absl::Status RingAllReduce(const AllReduceOptions& options);
 // Linear Pipeline (chain 0 -> 1 -> ... -> P-1, blocks of block_bytes): reduce flowing down the
-// chain, the finished blocks flowing back up. Extra memory: a few blocks.
+// chain, the finished blocks flowing back up. 2 ceil(n / block_bytes) messages each way on the
+// inner ranks. Extra memory: two blocks (2 min(block_bytes, n)) on ranks 1..P-1, none on 0.
 absl::Status LinearPipelineAllReduce(const AllReduceOptions& options);
 // Binomial-tree reduce to rank 0 then binomial broadcast: for short vectors (latency-bound).
+// 2 ceil(log2 P) rounds of whole vectors. Extra memory: one copy of the vector on ranks that
+// have children in the tree (short messages only).
 absl::Status BinomialTreeAllReduce(const AllReduceOptions& options);
 
 }  // namespace herd::collectives

@@ -13,7 +13,8 @@ struct AllToAllOptions : CommonOptions {
   size_t count = 0;
 };
 
-// Pairwise exchange: in step s, send to rank + s and receive from rank - s (P-1 steps).
+// Pairwise exchange: in step s, send to rank + s and receive from rank - s (P-1 steps, one
+// message each way per step). Extra memory: none. Host memory only.
 absl::Status PairwiseAllToAll(const AllToAllOptions& options);
 
 }  // namespace herd::collectives

@@ -14,9 +14,12 @@ struct ReduceOptions : CommonOptions {
   size_t block_bytes = size_t{256} << 10;  // linear pipeline block size b
 };
 
-// Chain ending at the root, blocks of block_bytes; extra memory: two blocks.
+// Chain root+1, ..., root-1, root, blocks of block_bytes, each reduced into `data` and
+// forwarded: ceil(n / block_bytes) messages each way per inner rank. Extra memory: two blocks
+// (2 min(block_bytes, n)) on every rank but the head of the chain.
 absl::Status LinearPipelineReduce(const ReduceOptions& options);
-// Binomial tree (MST); extra memory: one copy of the vector (meant for short messages).
+// Binomial tree (MST): ceil(log2 P) rounds of whole messages, children reduced in turn.
+// Extra memory: one copy of the vector on ranks with children (meant for short messages).
 absl::Status BinomialReduce(const ReduceOptions& options);
 
 }  // namespace herd::collectives

@@ -17,7 +17,10 @@ struct ReduceScatterOptions : CommonOptions {
   size_t segment_bytes = size_t{1} << 20;
 };
 
-// P-1 steps around the ring; extra memory: two segments.
+// P-1 steps around the ring, each chunk moving in S = ceil(largest chunk / segment_bytes)
+// segments: (P-1) S messages each way per rank, (P-1)/P of the vector sent and received.
+// Extra memory: two segments (2 min(segment_bytes, chunk bytes)), the double-buffered receive
+// scratch; sends read `data` directly.
 // With a communicator whose memory is not host memory, runs the backend's native op.
 absl::Status RingReduceScatter(const ReduceScatterOptions& options);
 
