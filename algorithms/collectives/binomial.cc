@@ -30,6 +30,8 @@ absl::Status TreeBroadcast(Communicator& comm, std::byte* data, size_t bytes, in
                            Deadline deadline, std::string_view what) {
   const int P = comm.size(), v = (comm.rank() - root + P) % P;
   auto real = [&](int vr) { return (vr + root) % P; };
+  // The lowest set bit of v is the round in which v receives; the root has none and ends the
+  // loop with mask >= P.
   int mask = 1;
   while (mask < P) {
     if (v & mask) {
@@ -39,6 +41,7 @@ absl::Status TreeBroadcast(Communicator& comm, std::byte* data, size_t bytes, in
     }
     mask <<= 1;
   }
+  // Children v + m for m below that bit; sends are posted together and waited at the end.
   std::vector<Request> sends;
   for (mask >>= 1; mask > 0; mask >>= 1) {
     if (v + mask < P) sends.push_back(comm.isend(real(v + mask), tag, AsBytes(data, bytes)));
@@ -53,6 +56,8 @@ absl::Status TreeReduce(Communicator& comm, std::byte* data, size_t count, DType
   const size_t bytes = count * DTypeSize(dtype);
   auto real = [&](int vr) { return (vr + root) % P; };
   std::unique_ptr<std::byte[]> incoming;  // one copy of the vector, on ranks with children
+  // Round m: ranks with bit m set send their partial result to v - m and are done; the others
+  // receive from v + m (if it exists) and go on.
   for (int mask = 1; mask < P; mask <<= 1) {
     if (v & mask) {
       Request send = comm.isend(real(v - mask), tag, AsBytes(data, bytes));

@@ -10,12 +10,13 @@ namespace herd::collectives::internal {
 
 absl::Status ValidateBase(std::string_view what, const CommonOptions& o, const void* data,
                           size_t count) {
+  // ValidateCommon's message does not say which collective refused: prefix it.
   absl::Status s = ValidateCommon(o, data, count);
   if (!s.ok()) {
     return absl::InvalidArgumentError(absl::StrFormat("%s: %s", what, std::string(s.message())));
   }
   size_t es = DTypeSize(o.dtype);
-  if (es == 0) {
+  if (es == 0) {  // a value outside the enum, e.g. from a peer's or a user's config
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: unknown dtype %d", what, static_cast<int>(o.dtype)));
   }
@@ -76,6 +77,8 @@ absl::StatusOr<transport::NativeCollectives*> Native(std::string_view what,
   return native;
 }
 
+// The pieces are at most ceil(elements / pieces) <= per_piece elements long, so none exceeds
+// max_bytes (when max_bytes holds at least one element).
 size_t PiecesFor(size_t elements, size_t element_size, size_t max_bytes) {
   size_t per_piece = max_bytes / element_size;
   if (per_piece == 0) per_piece = 1;
@@ -90,6 +93,8 @@ absl::Status WaitRecv(transport::Communicator& comm, transport::Request& req, si
   transport::Tag tag = req.empty() ? transport::Tag{} : req.state()->tag;
   absl::Status s = comm.wait(req, deadline);
   if (!s.ok()) return Fail(comm, std::move(s));
+  // The transport already failed a longer message (OUT_OF_RANGE); a shorter one fits the
+  // buffer and must be caught here, or the reduction would read stale scratch.
   if (req.received() != expected) {
     return Fail(comm, absl::InvalidArgumentError(absl::StrFormat(
                           "%s: rank %d sent %u bytes (%s), expected %u; every rank must pass "
@@ -106,6 +111,8 @@ absl::Status WaitSend(transport::Communicator& comm, transport::Request& req, De
 }
 
 absl::Status Fail(transport::Communicator& comm, absl::Status error) {
+  // abort() only reports a failure to abort, and there is nothing better to do with it than
+  // to return the original error.
   comm.abort(error).IgnoreError();
   return error;
 }

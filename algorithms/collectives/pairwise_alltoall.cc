@@ -47,10 +47,12 @@ absl::Status PairwiseAllToAll(const AllToAllOptions& o) {
   auto chunk = [&](int c) {
     return AsBytes(input + ChunkBegin(o.count, P, c) * esize, ChunkSize(o.count, P, c) * esize);
   };
+  // Step 0: this rank's own block needs no message.
   if (block > 0) std::memcpy(output + r * block, chunk(r).data(), block);
   for (int s = 1; s < P; ++s) {
     const int to = (r + s) % P, from = (r - s + P) % P;
     const Tag tag = Tag::Make(OpKind::kAllToAll, o.tag, uint32_t(s));
+    // Receive first, so the peer's send finds a posted buffer (rendezvous transports).
     Request recv, send;
     if (block > 0) recv = comm.irecv(from, tag, AsMutableBytes(output + from * block, block));
     if (!chunk(to).empty()) send = comm.isend(to, tag, chunk(to));

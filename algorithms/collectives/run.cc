@@ -10,6 +10,7 @@
 namespace herd::collectives {
 namespace {
 
+// The message lists what the operation does support, so a mistyped plan or flag is fixed at once.
 absl::Status Unsupported(std::string_view operation, Algorithm a, std::string_view supported) {
   return absl::InvalidArgumentError(absl::StrFormat("%s has no algorithm '%s'; supported: %s",
                                                     operation, AlgorithmName(a), supported));
@@ -25,6 +26,9 @@ absl::StatusOr<transport::NativeCollectives*> NativeFor(std::string_view what,
 
 }  // namespace
 
+// The host algorithms validate their own options; only "native" is validated here, since it
+// goes straight to the backend. The native paths mirror the early return of the host ones
+// (P == 1 or count == 0), so a caller cannot tell which ran.
 absl::Status AllReduce(const AllReduceOptions& o, Algorithm a) {
   switch (a) {
     case Algorithm::kRing:
