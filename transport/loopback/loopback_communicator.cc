@@ -63,9 +63,10 @@ class Fabric final : public LoopbackFabric, public std::enable_shared_from_this<
     std::lock_guard<std::mutex> lock(mu_);
     if (rank < 0 || rank >= size_) return;
     ranks_[rank].dead = why;
-    FailWhere([&](const LoopbackRequest& r) { return r.owner == rank; }, why);
+    FailWhere([&](const LoopbackRequest& r) { return r.owner == rank; },
+              [&](const LoopbackRequest&) { return why; });
     FailWhere([&](const LoopbackRequest& r) { return r.peer == rank; },
-              absl::UnavailableError(absl::StrFormat("rank %d died: %s", rank, why.message())));
+              [&](const LoopbackRequest& r) { return PeerDied(r, rank); });
   }
 
   Request Post(int owner, Direction dir, int peer, Tag tag, const std::byte* send_data,
@@ -82,8 +83,9 @@ class Fabric final : public LoopbackFabric, public std::enable_shared_from_this<
     } else if (!ranks_[owner].dead.ok()) {
       Complete(*req, ranks_[owner].dead);
     } else if (!ranks_[peer].dead.ok()) {
-      Complete(*req, absl::UnavailableError(absl::StrFormat("%s: rank %d died: %s", req->Describe(),
-                                                            peer, ranks_[peer].dead.message())));
+      Complete(*req, PeerDied(*req, peer));
+    } else if (!ranks_[peer].aborted.ok()) {
+      Complete(*req, PeerAborted(*req, peer));
     } else if (dir == Direction::kSend) {
       // Look for a receive posted by `peer` for messages from `owner` with this tag.
       auto& queue = ranks_[peer].posted_recvs[MakeKey(owner, tag)];
@@ -127,7 +129,12 @@ class Fabric final : public LoopbackFabric, public std::enable_shared_from_this<
     if (why.ok()) why = absl::CancelledError("communicator aborted");
     std::lock_guard<std::mutex> lock(mu_);
     if (ranks_[rank].aborted.ok()) ranks_[rank].aborted = why;
-    FailWhere([&](const LoopbackRequest& r) { return r.owner == rank; }, ranks_[rank].aborted);
+    FailWhere([&](const LoopbackRequest& r) { return r.owner == rank; },
+              [&](const LoopbackRequest&) { return ranks_[rank].aborted; });
+    // The peers learn it, as a real backend's abort notice tells them: whoever waits on this
+    // rank fails now, naming it and its reason, instead of running into its own deadline.
+    FailWhere([&](const LoopbackRequest& r) { return r.peer == rank && r.owner != rank; },
+              [&](const LoopbackRequest& r) { return PeerAborted(r, rank); });
     return absl::OkStatus();
   }
 
@@ -170,15 +177,25 @@ class Fabric final : public LoopbackFabric, public std::enable_shared_from_this<
     cv_.notify_all();
   }
 
-  // Fails and unlinks every queued request for which pred is true. Requires mu_.
-  template <typename Pred>
-  void FailWhere(Pred pred, const absl::Status& why) {
+  absl::Status PeerDied(const LoopbackRequest& r, int peer) const {
+    return absl::UnavailableError(
+        absl::StrFormat("%s: rank %d died: %s", r.Describe(), peer, ranks_[peer].dead.message()));
+  }
+  absl::Status PeerAborted(const LoopbackRequest& r, int peer) const {
+    return absl::UnavailableError(absl::StrFormat("%s: rank %d aborted: %s", r.Describe(), peer,
+                                                  ranks_[peer].aborted.message()));
+  }
+
+  // Fails, with why(request), and unlinks every queued request for which pred is true.
+  // Requires mu_.
+  template <typename Pred, typename Why>
+  void FailWhere(Pred pred, Why why) {
     for (RankState& rs : ranks_) {
       for (auto* table : {&rs.posted_recvs, &rs.pending_sends}) {
         for (auto& [key, queue] : *table) {
           for (auto it = queue.begin(); it != queue.end();) {
             if (pred(**it)) {
-              Complete(**it, why);
+              Complete(**it, why(**it));
               it = queue.erase(it);
             } else {
               ++it;

@@ -147,3 +147,29 @@ TEST(LoopbackTest, SpawnRanksRingExchange) {
 
 }  // namespace
 }  // namespace herd::transport
+
+namespace herd::transport {
+namespace {
+
+// A rank that gives up tells its peers: a rank waiting on it fails at once with its name and
+// reason, so a failure spreads instead of every rank running into its own deadline.
+TEST(LoopbackTest, AbortReachesPeersWaitingOnTheAbortedRank) {
+  auto comms = MakeLoopbackCommunicators(3);
+  int v = 0;
+  Request r = comms[0]->irecv(1, Tag::Make(OpKind::kAllReduce, 0, 3), AsMutableBytes(&v, 4));
+  Request unrelated = comms[0]->irecv(2, Tag{}, AsMutableBytes(&v, 4));
+  comms[1]->abort(absl::UnavailableError("rank 2 died"));
+  absl::Status st = comms[0]->wait(r, Deadline::After(std::chrono::seconds(10)));
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr("rank 1 aborted: rank 2 died"));
+  // Requests with other peers are untouched, and new ones with the aborted rank fail at once.
+  EXPECT_EQ(comms[0]->wait(unrelated, Deadline::After(std::chrono::milliseconds(10))).code(),
+            absl::StatusCode::kDeadlineExceeded);
+  Request s = comms[0]->isend(1, Tag{}, AsBytes(&v, 4));
+  EXPECT_EQ(comms[0]->wait(s, Deadline::After(std::chrono::seconds(1))).code(),
+            absl::StatusCode::kUnavailable);
+  comms[0]->abort(absl::CancelledError("test over"));
+}
+
+}  // namespace
+}  // namespace herd::transport
