@@ -1,0 +1,149 @@
+#pragma once
+// The UcxCommunicator class: shared by the data path (ucx_communicator.cc) and the bootstrap
+// that builds it (ucx_bootstrap.cc). Not part of the public API; use CreateUcxCommunicator.
+//
+// Locking. Two mutexes, always taken in this order:
+//  - worker_mu_ serializes every call into UCP (the worker runs in serialized thread mode).
+//    UCX invokes completion and error callbacks from inside ucp_worker_progress /
+//    ucp_request_cancel, hence with worker_mu_ held.
+//  - mu_ guards the bookkeeping: request states, the in-flight table, dead peers, the abort
+//    status and the progress token.
+// A mutex rather than UCS_THREAD_MODE_MULTI because a thread must be able to sleep on the
+// worker's event fd without holding the worker, and because the bookkeeping needs a lock of its
+// own anyway; MULTI would add UCX's internal lock to every call on top of ours.
+//
+// Progress. wait() progresses the worker in the calling thread. At most one thread holds the
+// progress token (progressing_); it spins while UCX makes progress, then arms the worker and
+// sleeps on its event fd. Other waiters sleep on cv_, woken when a request completes or the
+// token is handed back. isend/irecv signal the worker so a sleeping progressor notices new work.
+
+#include <ucp/api/ucp.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "transport/communicator.h"
+#include "transport/ucx/peer_record.h"
+#include "transport/ucx/ucx_communicator.h"
+#include "transport/ucx/ucx_worker.h"
+
+namespace herd::transport::ucx {
+
+class UcxCommunicator;
+
+// Sleeps until `fd` is readable or `d` passes, at most 100 ms (so that UCX's timers still run
+// and a transport without wakeup support costs latency, never a hang). True if `fd` woke it.
+bool SleepOnFd(int fd, Deadline d);
+
+struct UcxRequest final : RequestState {
+  UcxRequest(UcxCommunicator* comm, Direction d, int peer, Tag tag, size_t bytes)
+      : RequestState(d, peer, tag, bytes), comm(comm) {}
+
+  UcxCommunicator* const comm;
+  // True once the request has its final status for the user; set under mu_, read without it
+  // by the spinning progressor.
+  std::atomic<bool> done{false};
+  absl::Status status;  // guarded by comm->mu_
+  size_t received = 0;  // guarded by comm->mu_
+  // The UCX operation while UCX still owns it (it may outlive `done`: a receive failed because
+  // its peer died is still matched inside UCX). Guarded by comm->worker_mu_.
+  void* ucp_request = nullptr;
+  ucp_tag_recv_info_t recv_info{};  // filled by UCX when a receive completes at once
+};
+
+// Per-peer connection state.
+struct UcxPeer {
+  ucp_ep_h data = nullptr;   // where this rank's tag messages to the peer go
+  ucp_ep_h watch = nullptr;  // endpoint with peer error handling; == data for other hosts
+  bool same_host = false;
+  std::string lanes;  // transports of `data`, for logs
+};
+
+class UcxCommunicator final : public Communicator {
+ public:
+  // Takes over a worker whose endpoints are not created yet; Connect() creates them.
+  UcxCommunicator(int rank, int size, std::unique_ptr<UcxWorker> worker, const UcxOptions& options);
+  ~UcxCommunicator() override;
+
+  // Creates the endpoints to every rank (including this one) from their published records.
+  // Fails naming the peer whose endpoint could not be created.
+  absl::Status Connect(const std::vector<PeerRecord>& records, const std::string& my_host);
+
+  // Completes the connection handshakes (flushes every endpoint), progressing the worker while
+  // the peers do the same in their bootstrap. Without it a TCP endpoint whose peer has not
+  // answered yet keeps the worker's event fd readable, and every wait() would spin.
+  absl::Status WireUp(Deadline deadline);
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string_view backend() const override { return "ucx"; }
+  Request isend(int peer, Tag tag, ConstBytes buf) override;
+  Request irecv(int peer, Tag tag, MutableBytes buf) override;
+  absl::Status wait(Request& req, Deadline deadline) override;
+  absl::Status abort(absl::Status why) override;
+  absl::Status status() const override;
+
+  // UCX callbacks (static trampolines in the .cc land here). Called with worker_mu_ held.
+  void OnUcxComplete(UcxRequest* r, void* ucp_request, ucs_status_t s, size_t length);
+  void OnPeerFailed(int peer, ucs_status_t s);
+
+ private:
+  struct WatchArg {
+    UcxCommunicator* comm;
+    int peer;
+  };
+
+  // Validation common to isend/irecv: completes `r` with its error and returns true if the
+  // operation must not start (peer out of range, communicator aborted, peer dead).
+  bool Refused(UcxRequest& r);
+  // Records the result of posting `r` (the return value of ucp_tag_*_nbx). Requires worker_mu_.
+  void Posted(const std::shared_ptr<UcxRequest>& r, ucs_status_ptr_t handle);
+  void FinishLocked(UcxRequest& r, absl::Status s, size_t received = 0)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status StatusFromUcx(const UcxRequest& r, ucs_status_t s, size_t length)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status DeadlineError(const UcxRequest& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string DeadPeersNote() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Progresses the worker (this thread holds the progress token) until `r` is done, the
+  // deadline passes or the communicator is shut down.
+  void ProgressUntil(const UcxRequest& r, Deadline deadline);
+  // One ucp_worker_progress plus the handling of peers found dead. Requires worker_mu_.
+  unsigned ProgressOnce();
+  // Fails the requests of peers that died since the last call. Requires worker_mu_.
+  void HandleDeadPeers();
+  // abort() and the destructor: fail what is pending with `why`, cancel receives, let matched
+  // transfers with live peers finish for a bounded time, close every endpoint (gracefully when
+  // `graceful`), release what UCX still holds. Afterwards the worker is never progressed again.
+  // Requires worker_mu_.
+  void Shutdown(const absl::Status& why, bool graceful);
+  void CloseEndpoints(bool graceful);
+
+  const int rank_;
+  const int size_;
+  const UcxOptions options_;
+  std::unique_ptr<UcxWorker> worker_;  // reset first in the destructor
+  std::vector<UcxPeer> peers_;         // written by Connect() before any operation, then read-only
+  std::vector<std::unique_ptr<WatchArg>> watch_args_;
+
+  std::mutex worker_mu_;
+  bool shut_down_ ABSL_GUARDED_BY(worker_mu_) = false;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  absl::Status aborted_ ABSL_GUARDED_BY(mu_);
+  std::vector<absl::Status> dead_ ABSL_GUARDED_BY(mu_);  // per peer; OK while alive
+  std::atomic<bool> deaths_pending_{false};  // set by OnPeerFailed, cleared by HandleDeadPeers
+  std::atomic<uint64_t> posts_{0};           // operations handed to UCX, for the progressor
+  bool progressing_ ABSL_GUARDED_BY(mu_) = false;
+  // Requests UCX still owns, kept alive until their callback (or the shutdown) releases them.
+  std::unordered_map<UcxRequest*, std::shared_ptr<UcxRequest>> inflight_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace herd::transport::ucx
