@@ -1,0 +1,269 @@
+#include "bench/collectives_driver.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "bench/process_group.h"
+#include "bench/result.h"
+#include "bench/sizes.h"
+#include "bench/table.h"
+#include "common/logging.h"
+
+namespace herd::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh directory for the bootstrap stores of one invocation, removed on every way out.
+class TempDir {
+ public:
+  static absl::StatusOr<TempDir> Create() {
+    const char* base = std::getenv("TMPDIR");
+    std::string templ = absl::StrFormat("%s/herd-bench-XXXXXX", base && *base ? base : "/tmp");
+    if (mkdtemp(templ.data()) == nullptr) {
+      return absl::InternalError(
+          absl::StrFormat("cannot create a temporary directory %s: %s", templ, strerror(errno)));
+    }
+    return TempDir(templ);
+  }
+  TempDir(TempDir&& o) noexcept : path_(std::move(o.path_)) { o.path_.clear(); }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit TempDir(std::string p) : path_(std::move(p)) {}
+  std::string path_;
+};
+
+std::string Str(int v) { return absl::StrFormat("%d", v); }
+
+// One run (herd or a peer): its children and how to label its failure.
+struct Run {
+  std::string name;  // "herd", "mpi", "gloo"
+  std::vector<ChildSpec> children;
+  std::chrono::milliseconds silence_timeout;
+};
+
+class Driver {
+ public:
+  explicit Driver(const CollectivesBenchOptions& o) : o_(o) {}
+
+  int Main() {
+    InstallInterruptHandlers();
+    auto dir = TempDir::Create();
+    if (!dir.ok()) {
+      Error(std::string(dir.status().message()));
+      return 1;
+    }
+    if (!o_.json) PrintHeader();
+
+    std::vector<Run> runs;
+    runs.push_back(HerdRun(dir->path()));
+    for (const std::string& peer : o_.peers) {
+      std::string why_not;
+      std::optional<Run> run = peer == "mpi" ? MpiRun(why_not) : GlooRun(dir->path(), why_not);
+      if (run) {
+        runs.push_back(std::move(*run));
+      } else {
+        notes_.push_back(absl::StrFormat("%s: not run: %s", peer, why_not));
+        if (o_.json) Error(notes_.back());
+      }
+    }
+    for (const Run& run : runs) {
+      if (!Execute(run)) break;  // interrupted
+    }
+
+    if (!o_.json) {
+      std::fputs(RenderTables(results_).c_str(), stdout);
+      if (!notes_.empty()) std::printf("\nnotes:\n");
+      for (const std::string& n : notes_) std::printf("  %s\n", n.c_str());
+      std::fflush(stdout);
+    }
+    for (const BenchResult& r : results_) {
+      if (r.check == kCheckFailed) failed_ = true;
+    }
+    if (interrupted_ != 0) return 128 + interrupted_;
+    return failed_ ? 1 : 0;
+  }
+
+ private:
+  void Error(const std::string& message) {
+    std::fprintf(stderr, "herd bench: %s\n", message.c_str());
+    std::fflush(stderr);
+  }
+
+  void PrintHeader() {
+    std::vector<std::string> ops, sizes;
+    for (BenchOp op : o_.spec.ops) ops.emplace_back(BenchOpName(op));
+    for (size_t s : o_.spec.sizes) sizes.push_back(FormatByteSize(s));
+    absl::FPrintF(
+        stderr, "herd bench collectives: %d ranks, %s, ops %s, sizes %s, peers %s%s\n", o_.ranks,
+        DTypeName(o_.spec.dtype), absl::StrJoin(ops, ","), absl::StrJoin(sizes, ","),
+        o_.peers.empty() ? "none" : absl::StrJoin(o_.peers, ","), o_.spec.check ? ", checked" : "");
+  }
+
+  Run HerdRun(const std::string& dir) {
+    Run run{"herd", {}, o_.spec.timeout + std::chrono::seconds(15)};
+    const std::vector<std::string> sweep = SweepArgs(o_.spec);
+    for (int r = 0; r < o_.ranks; ++r) {
+      ChildSpec c;
+      c.label = absl::StrFormat("herd rank %d", r);
+      c.argv = {o_.herd_exe, "bench",       "collectives-rank", "--rank",           Str(r),
+                "--ranks",   Str(o_.ranks), "--store",          dir + "/herd-store"};
+      c.argv.insert(c.argv.end(), sweep.begin(), sweep.end());
+      c.argv.insert(c.argv.end(), o_.herd_rank_args.begin(), o_.herd_rank_args.end());
+      run.children.push_back(std::move(c));
+    }
+    return run;
+  }
+
+  std::optional<Run> MpiRun(std::string& why_not) {
+    const std::string exe = o_.tool_dir + "/herd-bench-mpi";
+    if (access(exe.c_str(), X_OK) != 0) {
+      why_not = absl::StrFormat("%s is not built (configure herd where MPI is found)", exe);
+      return std::nullopt;
+    }
+    if (!OnPath("mpirun")) {
+      why_not = "mpirun is not on PATH (Debian: openmpi-bin)";
+      return std::nullopt;
+    }
+    // mpirun needs a little longer to start its ranks than our own processes.
+    Run run{"mpi", {}, o_.spec.timeout + std::chrono::seconds(30)};
+    ChildSpec c;
+    c.label = "mpirun";
+    c.argv = {"mpirun", "-np", Str(o_.ranks), "--oversubscribe", exe};
+    const std::vector<std::string> sweep = SweepArgs(o_.spec);
+    c.argv.insert(c.argv.end(), sweep.begin(), sweep.end());
+    c.env = {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"};
+    // SIGTERM lets mpirun take its ranks down with it if the driver dies.
+    c.death_signal = SIGTERM;
+    run.children.push_back(std::move(c));
+    return run;
+  }
+
+  std::optional<Run> GlooRun(const std::string& dir, std::string& why_not) {
+    const std::string exe = o_.tool_dir + "/herd-bench-gloo";
+    if (access(exe.c_str(), X_OK) != 0) {
+      why_not = absl::StrFormat("%s is not built (configure herd where Gloo is found)", exe);
+      return std::nullopt;
+    }
+    Run run{"gloo", {}, o_.spec.timeout + std::chrono::seconds(15)};
+    const std::string store = dir + "/gloo-store";
+    std::error_code ec;
+    fs::create_directories(store, ec);
+    const std::vector<std::string> sweep = SweepArgs(o_.spec);
+    for (int r = 0; r < o_.ranks; ++r) {
+      ChildSpec c;
+      c.label = absl::StrFormat("gloo rank %d", r);
+      c.argv = {exe, "--rank", Str(r), "--ranks", Str(o_.ranks), "--store-dir", store};
+      c.argv.insert(c.argv.end(), sweep.begin(), sweep.end());
+      run.children.push_back(std::move(c));
+    }
+    return run;
+  }
+
+  static bool OnPath(const std::string& program) {
+    const char* path = std::getenv("PATH");
+    if (path == nullptr) return false;
+    for (absl::string_view dir : absl::StrSplit(path, ':')) {
+      const std::string candidate = absl::StrFormat("%s/%s", std::string(dir), program);
+      if (access(candidate.c_str(), X_OK) == 0) return true;
+    }
+    return false;
+  }
+
+  // Runs one implementation's processes to the end; false when interrupted.
+  bool Execute(const Run& run) {
+    RunOptions options;
+    options.silence_timeout = run.silence_timeout;
+    options.on_stdout_line = [&](size_t child, std::string_view line) { OnLine(run, child, line); };
+    auto outcome = RunProcessGroup(run.children, options);
+    if (!outcome.ok()) {
+      failed_ = true;
+      notes_.push_back(absl::StrFormat("%s: could not run: %s", run.name,
+                                       std::string(outcome.status().message())));
+      Error(notes_.back());
+      return true;
+    }
+    if (outcome->interrupt_signal != 0) {
+      interrupted_ = outcome->interrupt_signal;
+      Error(absl::StrFormat("%s: %s", run.name, outcome->Describe()));
+      return false;
+    }
+    if (!outcome->ok()) {
+      failed_ = true;
+      notes_.push_back(absl::StrFormat("%s: FAILED: %s", run.name, outcome->Describe()));
+      Error(notes_.back());
+    }
+    return true;
+  }
+
+  void OnLine(const Run& run, size_t child, std::string_view line) {
+    const std::string& label = run.children[child].label;
+    if (line.empty() || line.front() != '{') {
+      // mpirun and the MPI library may print banners on stdout: they are not results.
+      std::fprintf(stderr, "[%s] %.*s\n", label.c_str(), static_cast<int>(line.size()),
+                   line.data());
+      return;
+    }
+    auto result = ParseResultLine(line);
+    if (!result.ok()) {
+      Error(absl::StrFormat("%s printed an unreadable result: %s", label,
+                            std::string(result.status().message())));
+      failed_ = true;
+      return;
+    }
+    if (o_.json) {
+      std::printf("%s\n", ToJsonLine(*result).c_str());
+      std::fflush(stdout);
+    } else {
+      absl::FPrintF(
+          stderr, "  %-4s %-14s %-16s %6s  %s\n", result->impl, result->op, result->algo,
+          FormatByteSize(result->requested_bytes),
+          result->measured()
+              ? absl::StrFormat("%10.1f us %8.3f GB/s%s", result->time_us, result->algbw_GBps(),
+                                result->check == kCheckFailed ? "  CHECK FAILED" : "")
+              : "n/a: " + result->detail);
+    }
+    results_.push_back(std::move(*result));
+  }
+
+  const CollectivesBenchOptions& o_;
+  std::vector<BenchResult> results_;
+  std::vector<std::string> notes_;
+  bool failed_ = false;
+  int interrupted_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> ParsePeerList(std::string_view csv) {
+  std::vector<std::string> peers;
+  if (csv == "none" || csv.empty()) return peers;
+  for (absl::string_view p : absl::StrSplit(absl::string_view(csv.data(), csv.size()), ',')) {
+    const std::string name(p);
+    if (name != "mpi" && name != "gloo") {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("unknown peer '%s'; expected mpi, gloo or none", name));
+    }
+    if (std::find(peers.begin(), peers.end(), name) == peers.end()) peers.push_back(name);
+  }
+  return peers;
+}
+
+int RunCollectivesBench(const CollectivesBenchOptions& options) { return Driver(options).Main(); }
+
+}  // namespace herd::bench

@@ -1,0 +1,36 @@
+#pragma once
+// The driver of `herd bench collectives`: runs herd's ranks as processes of this same binary
+// (hidden subcommand `herd bench collectives-rank`), then each peer in the same rank layout
+// (OpenMPI's herd-bench-mpi under mpirun, Gloo's herd-bench-gloo as N processes), one after
+// the other, and prints their results side by side (tables) or as JSON lines (--json).
+//
+// Everything the children print on stdout that parses as a result line is a result; their
+// stderr is forwarded prefixed with "[herd rank 2]" etc. A peer that is not built or whose
+// launcher is missing is reported and skipped; a run that fails (a rank crashed, hung past
+// the timeout, or a check failed) makes the exit code 1 after the other runs finished.
+
+#include <string>
+#include <vector>
+
+#include "bench/sweep_spec.h"
+
+namespace herd::bench {
+
+struct CollectivesBenchOptions {
+  int ranks = 2;
+  SweepSpec spec;
+  std::vector<std::string> peers;  // "mpi", "gloo"
+  bool json = false;
+  std::string herd_exe;  // re-executed for the rank processes
+  std::string tool_dir;  // where herd-bench-mpi and herd-bench-gloo are looked for
+  std::vector<std::string> herd_rank_args;  // extra flags for herd's rank processes
+};
+
+// Returns the exit code: 0 when everything ran and every check passed, 1 otherwise, 128 + the
+// signal when interrupted (Ctrl-C). Results go to stdout, progress and errors to stderr.
+int RunCollectivesBench(const CollectivesBenchOptions& options);
+
+// "mpi,gloo" / "none" -> the peer list; unknown names are INVALID_ARGUMENT.
+absl::StatusOr<std::vector<std::string>> ParsePeerList(std::string_view csv);
+
+}  // namespace herd::bench

@@ -1,0 +1,58 @@
+#pragma once
+// A subcommand of the `herd` binary. Each one lives in its own file, cli/<name>_command.cc, and
+// registers itself with HERD_REGISTER_COMMAND; adding a subcommand is that file plus its line
+// in cli/CMakeLists.txt. main() builds the CLI11 app from the registry, parses, and runs the
+// one subcommand that was given.
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace herd::cli {
+
+// Exit codes every subcommand uses.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;  // the command ran and something failed
+inline constexpr int kExitUsage = 2;    // bad flags or arguments: nothing was run
+
+class Command {
+ public:
+  virtual ~Command() = default;
+  // Adds the subcommand's options (and its own subcommands) to `app`, which main() created with
+  // the registered name and description. Bound variables are members of the Command.
+  virtual void Configure(CLI::App& app) = 0;
+  // Runs once parsing succeeded; returns the process exit code.
+  virtual int Run() = 0;
+};
+
+struct CommandInfo {
+  std::string name;
+  std::string description;
+  int order = 0;  // position in `herd --help` (ascending)
+  std::function<std::unique_ptr<Command>()> make;
+};
+
+// Every registered subcommand, sorted by `order`.
+std::vector<CommandInfo> RegisteredCommands();
+
+class CommandRegistrar {
+ public:
+  explicit CommandRegistrar(CommandInfo info);
+};
+
+// Prints "herd <path>: <message>" and a pointer to --help on stderr; returns kExitUsage.
+int UsageError(const CLI::App& app, const std::string& message);
+
+}  // namespace herd::cli
+
+// In the subcommand's file, in the namespace of its class, e.g.
+//   HERD_REGISTER_COMMAND(BenchCommand, "bench", 60, "Benchmarks ...");
+#define HERD_REGISTER_COMMAND(Type, name, order, description)                                \
+  [[maybe_unused]] const ::herd::cli::CommandRegistrar herd_command_registrar_##Type {       \
+    ::herd::cli::CommandInfo {                                                               \
+      name, description, order,                                                              \
+          []() -> std::unique_ptr<::herd::cli::Command> { return std::make_unique<Type>(); } \
+    }                                                                                        \
+  }

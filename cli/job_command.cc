@@ -1,0 +1,324 @@
+// `herd job`: the operator's client of the scheduler. Subcommands submit, status, list,
+// set-mode, plan and cancel, all with --scheduler ADDR (docs/scheduler.md, "Command line").
+
+#include <google/protobuf/util/json_util.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "cli/command.h"
+#include "scheduler/client/job_yaml.h"
+#include "scheduler/client/scheduler_client.h"
+#include "scheduler/scheduler_core.h"
+#include "scheduler/service.h"
+
+namespace herd::cli {
+namespace {
+
+using herd::v1::JobStatus;
+using herd::v1::Plan;
+
+std::string ModeText(const herd::v1::ModeSpec& m) {
+  std::vector<std::string> params;
+  if (!m.topology().empty()) params.push_back("topology " + m.topology());
+  if (m.teams() != 0) params.push_back(absl::StrFormat("teams %d", m.teams()));
+  if (m.density() != 0) params.push_back(absl::StrFormat("density %g", m.density()));
+  if (m.block_bytes() != 0) params.push_back(absl::StrFormat("block_bytes %d", m.block_bytes()));
+  if (m.has_staleness()) params.push_back(absl::StrFormat("staleness %d", m.staleness()));
+  if (!m.compressor().empty()) params.push_back("compressor " + m.compressor());
+  if (params.empty()) return m.mode();
+  return absl::StrFormat("%s (%s)", m.mode(), absl::StrJoin(params, ", "));
+}
+
+std::string Quote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += absl::StrFormat("\\u%04x", c);
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+template <typename Repeated>
+std::string IntList(const Repeated& v) {
+  return "[" + absl::StrJoin(v, ",") + "]";
+}
+
+// The plan as one JSON object: epoch, iteration, mode, and `peers`, a list indexed by rank of
+// the ranks each exchanges with in this iteration; then ring, teams and the shard map.
+std::string PlanJson(const Plan& p) {
+  std::vector<std::string> peers, teams, shards, workers;
+  for (const auto& l : p.peers()) peers.push_back(IntList(l.ranks()));
+  for (const auto& t : p.teams()) teams.push_back(IntList(t.ranks()));
+  for (const auto& s : p.shards()) {
+    shards.push_back(absl::StrFormat(
+        R"({"tensor":%d,"chunk":%d,"offset":%d,"count":%d,"server":%d})", s.tensor(), s.chunk(),
+        s.offset(), s.count(), s.server()));
+  }
+  for (const auto& w : p.workers()) {
+    workers.push_back(absl::StrFormat(R"({"rank":%d,"name":%s,"address":%s,"alive":%s})",
+                                      w.rank(), Quote(w.name()), Quote(w.address()),
+                                      w.alive() ? "true" : "false"));
+  }
+  return absl::StrFormat(
+      R"({"job":%s,"epoch":%d,"epoch_start_iteration":%d,"iteration":%d,"mode":%s,)"
+      R"("topology":%s,"seed":%d,"world_size":%d,"ranks":%s,"ring":%s,"peers":[%s],)"
+      R"("teams":[%s],"shards":[%s],"workers":[%s],"next_switch_iteration":%d,"next_mode":%s})",
+      Quote(p.job()), p.epoch(), p.epoch_start_iteration(), p.iteration(), Quote(p.mode().mode()),
+      Quote(p.mode().topology()), p.seed(), p.world_size(), IntList(p.ranks()), IntList(p.ring()),
+      absl::StrJoin(peers, ","), absl::StrJoin(teams, ","), absl::StrJoin(shards, ","),
+      absl::StrJoin(workers, ","), p.next_switch_iteration(), Quote(p.next_mode().mode()));
+}
+
+void PrintPlan(const Plan& p) {
+  std::printf("job %s  iteration %lld  epoch %llu (from iteration %lld)\n", p.job().c_str(),
+              static_cast<long long>(p.iteration()), static_cast<unsigned long long>(p.epoch()),
+              static_cast<long long>(p.epoch_start_iteration()));
+  std::printf("mode  %s\n", ModeText(p.mode()).c_str());
+  std::printf("ranks %s of %d\n", absl::StrJoin(p.ranks(), " ").c_str(), p.world_size());
+  std::printf("ring  %s\n", absl::StrJoin(p.ring(), " -> ").c_str());
+  if (p.mode().mode() == "decentralized" || p.mode().mode() == "decentralized_lp") {
+    std::printf("peers\n");
+    for (int r = 0; r < p.peers_size(); ++r) {
+      std::printf("  rank %d: %s\n", r,
+                  p.peers(r).ranks().empty() ? "-" : absl::StrJoin(p.peers(r).ranks(), ", ").c_str());
+    }
+  }
+  for (int t = 0; t < p.teams_size(); ++t) {
+    std::printf("team %d: %s\n", t, absl::StrJoin(p.teams(t).ranks(), " ").c_str());
+  }
+  if (!p.shards().empty()) {
+    std::map<int, std::pair<int, int64_t>> per_server;  // chunks, elements
+    for (const auto& s : p.shards()) {
+      per_server[s.server()].first++;
+      per_server[s.server()].second += s.count();
+    }
+    std::printf("shards (%d chunks)\n", p.shards_size());
+    for (const auto& [server, n] : per_server) {
+      std::printf("  server %d: %d chunks, %lld elements\n", server, n.first,
+                  static_cast<long long>(n.second));
+    }
+  }
+  if (p.next_switch_iteration() >= 0) {
+    std::printf("next  %s from iteration %lld\n", ModeText(p.next_mode()).c_str(),
+                static_cast<long long>(p.next_switch_iteration()));
+  }
+  if (p.job_cancelled()) std::printf("the job is cancelled\n");
+}
+
+void PrintStatus(const JobStatus& j) {
+  const auto& s = j.spec();
+  std::printf("job       %s\n", s.name().c_str());
+  std::printf("state     %s\n", std::string(scheduler::JobStateName(j.state())).c_str());
+  if (!j.cancel_reason().empty()) std::printf("reason    %s\n", j.cancel_reason().c_str());
+  std::printf("epoch     %llu from iteration %lld: %s\n",
+              static_cast<unsigned long long>(j.epoch()),
+              static_cast<long long>(j.epoch_start_iteration()), j.epoch_reason().c_str());
+  for (const auto& sw : j.schedule()) {
+    std::printf("mode      %s from iteration %lld\n", ModeText(sw.mode()).c_str(),
+                static_cast<long long>(sw.from_iteration()));
+  }
+  std::printf("completed iteration %lld\n", static_cast<long long>(j.completed_iteration()));
+  std::printf("tensors   %d, seed %llu, optimizer %s lr %g\n", s.tensors_size(),
+              static_cast<unsigned long long>(s.seed()), s.optimizer().name().c_str(),
+              s.optimizer().learning_rate());
+  auto table = [&](const char* title, const auto& members, bool progress) {
+    std::printf("%s (%d)\n", title, members.size());
+    for (const auto& m : members) {
+      std::string state = m.name().empty() ? "empty" : (m.alive() ? "alive" : "dead");
+      std::string extra;
+      if (progress && m.rank() < j.progress_size() && j.progress(m.rank()).iteration() >= 0) {
+        const auto& p = j.progress(m.rank());
+        extra = absl::StrFormat("  iteration %d loss %g", p.iteration(), p.stats().loss());
+      }
+      std::printf("  %3d  %-6s %-20s %s%s\n", m.rank(), state.c_str(), m.name().c_str(),
+                  m.address().c_str(), extra.c_str());
+    }
+  };
+  table("workers", j.workers(), true);
+  if (j.servers_size() > 0) table("servers", j.servers(), false);
+}
+
+class JobCommand : public Command {
+ public:
+  void Configure(CLI::App& app) override {
+    app.require_subcommand(1);
+    if (const char* env = std::getenv("HERD_SCHEDULER")) client_.address = env;
+    auto common = [&](CLI::App* sub) {
+      sub->add_option("--scheduler", client_.address,
+                      "host:port of the scheduler (default: $HERD_SCHEDULER or 127.0.0.1:7070)");
+      sub->add_option("--token-file", token_file_, "File holding the scheduler's bearer token");
+      sub->add_flag("--tls", client_.tls, "Connect with TLS");
+      sub->add_option("--tls-ca", client_.tls_ca_file,
+                      "PEM roots that sign the scheduler's certificate (implies --tls)");
+      return sub;
+    };
+    submit_ = common(app.add_subcommand("submit", "Submit a job from a YAML JobSpec file"));
+    submit_->add_option("FILE", file_, "the YAML JobSpec (format: docs/scheduler.md)")->required();
+    status_ = common(app.add_subcommand("status", "Show a job: state, epoch, mode, processes"));
+    status_->add_option("NAME", name_, "job name")->required();
+    status_->add_flag("--json", json_, "Print the JobStatus message as JSON");
+    list_ = common(app.add_subcommand("list", "List the jobs"));
+    set_mode_ = common(app.add_subcommand(
+        "set-mode", "Switch a job's mode at an iteration boundary no worker has begun"));
+    set_mode_->add_option("NAME", name_, "job name")->required();
+    set_mode_->add_option("MODE", mode_.mode, "the new mode")->required();
+    set_mode_->add_option("--from-iteration", from_iteration_,
+                          "First iteration of the new mode (default: the next one not begun)");
+    set_mode_->add_option("--topology", mode_.topology, "decentralized*: ring or random");
+    set_mode_->add_option("--teams", mode_.teams, "sparse: SparDL teams");
+    set_mode_->add_option("--density", mode_.density, "sparse, topk_allgather: top-k ratio");
+    set_mode_->add_option("--block-bytes", mode_.block_bytes, "lp: pipeline block bytes");
+    set_mode_->add_option("--staleness", staleness_, "ps_async: staleness bound");
+    set_mode_->add_option("--compressor", mode_.compressor,
+                          "decentralized_lp, clps, ps_ec: minmax_uint8, qsgd, sign or fp16");
+    plan_ = common(app.add_subcommand("plan", "Print the plan of one iteration"));
+    plan_->add_option("NAME", name_, "job name")->required();
+    plan_->add_option("--iteration", iteration_, "the iteration")->required();
+    plan_->add_flag("--json", json_,
+                    "One JSON object: epoch, iteration, mode, peers (indexed by rank), ring, "
+                    "teams, shards");
+    cancel_ = common(app.add_subcommand("cancel", "Cancel a job (its processes hear it and exit)"));
+    cancel_->add_option("NAME", name_, "job name")->required();
+    cancel_->add_option("--reason", reason_, "Recorded in the job's status");
+  }
+
+  int Run() override {
+    if (client_.address.empty()) client_.address = "127.0.0.1:7070";
+    if (!client_.tls_ca_file.empty()) client_.tls = true;
+    if (!token_file_.empty()) {
+      auto token = scheduler::ReadTokenFile(token_file_);
+      if (!token.ok()) return Fail(token.status());
+      client_.token = *token;
+    }
+    auto client = scheduler::SchedulerClient::Connect(client_);
+    if (!client.ok()) return Fail(client.status());
+    scheduler::SchedulerClient& c = **client;
+
+    if (submit_->parsed()) {
+      auto spec = scheduler::LoadJobSpecFile(file_);
+      if (!spec.ok()) return Fail(spec.status());
+      auto job = c.SubmitJob(*spec);
+      if (!job.ok()) return Fail(job.status());
+      std::printf("submitted job %s: %s, %d workers, %d servers, %d tensors (epoch %llu)\n",
+                  job->spec().name().c_str(), ModeText(job->spec().mode()).c_str(),
+                  job->spec().workers(), job->spec().servers(), job->spec().tensors_size(),
+                  static_cast<unsigned long long>(job->epoch()));
+      return kExitOk;
+    }
+    if (status_->parsed()) {
+      auto job = c.GetJob(name_);
+      if (!job.ok()) return Fail(job.status());
+      if (json_) {
+        std::string out;
+        google::protobuf::util::JsonPrintOptions opts;
+        opts.always_print_primitive_fields = true;
+        (void)google::protobuf::util::MessageToJsonString(*job, &out, opts);
+        std::printf("%s\n", out.c_str());
+      } else {
+        PrintStatus(*job);
+      }
+      return kExitOk;
+    }
+    if (list_->parsed()) {
+      auto jobs = c.ListJobs();
+      if (!jobs.ok()) return Fail(jobs.status());
+      std::printf("%-20s %-10s %-28s %7s %7s %6s %9s\n", "NAME", "STATE", "MODE", "WORKERS",
+                  "SERVERS", "EPOCH", "COMPLETED");
+      for (const auto& j : jobs->jobs()) {
+        int alive = 0;
+        for (const auto& m : j.workers()) alive += m.alive();
+        const auto& mode = j.schedule().empty() ? j.spec().mode()
+                                                : j.schedule(j.schedule_size() - 1).mode();
+        std::printf("%-20s %-10s %-28s %3d/%-3d %7d %6llu %9lld\n", j.spec().name().c_str(),
+                    std::string(scheduler::JobStateName(j.state())).c_str(),
+                    ModeText(mode).c_str(), alive, j.spec().workers(), j.spec().servers(),
+                    static_cast<unsigned long long>(j.epoch()),
+                    static_cast<long long>(j.completed_iteration()));
+      }
+      return kExitOk;
+    }
+    if (set_mode_->parsed()) {
+      herd::v1::SetModeRequest req;
+      req.set_job(name_);
+      auto* m = req.mutable_mode();
+      m->set_mode(mode_.mode);
+      m->set_topology(mode_.topology);
+      m->set_teams(mode_.teams);
+      m->set_density(mode_.density);
+      m->set_block_bytes(mode_.block_bytes);
+      m->set_compressor(mode_.compressor);
+      if (set_mode_->count("--staleness") > 0) m->set_staleness(staleness_);
+      if (set_mode_->count("--from-iteration") > 0) req.set_from_iteration(from_iteration_);
+      auto job = c.SetMode(req);
+      if (!job.ok()) return Fail(job.status());
+      const auto& last = job->schedule(job->schedule_size() - 1);
+      std::printf("job %s switches to %s from iteration %lld (epoch %llu)\n", name_.c_str(),
+                  ModeText(last.mode()).c_str(), static_cast<long long>(last.from_iteration()),
+                  static_cast<unsigned long long>(job->epoch()));
+      return kExitOk;
+    }
+    if (plan_->parsed()) {
+      herd::v1::GetPlanRequest req;
+      req.set_job(name_);
+      req.set_iteration(iteration_);
+      auto plan = c.GetPlan(req);
+      if (!plan.ok()) return Fail(plan.status());
+      if (json_) {
+        std::printf("%s\n", PlanJson(*plan).c_str());
+      } else {
+        PrintPlan(*plan);
+      }
+      return kExitOk;
+    }
+    if (cancel_->parsed()) {
+      auto job = c.CancelJob(name_, reason_);
+      if (!job.ok()) return Fail(job.status());
+      std::printf("cancelled job %s (epoch %llu)\n", name_.c_str(),
+                  static_cast<unsigned long long>(job->epoch()));
+      return kExitOk;
+    }
+    return kExitUsage;
+  }
+
+ private:
+  static int Fail(const absl::Status& st) {
+    std::fprintf(stderr, "herd job: %s: %s\n", absl::StatusCodeToString(st.code()).c_str(),
+                 std::string(st.message()).c_str());
+    return kExitFailure;
+  }
+
+  struct ModeFlags {
+    std::string mode, topology, compressor;
+    int32_t teams = 0;
+    double density = 0;
+    int64_t block_bytes = 0;
+  };
+
+  scheduler::ClientOptions client_;
+  std::string token_file_;
+  CLI::App *submit_ = nullptr, *status_ = nullptr, *list_ = nullptr, *set_mode_ = nullptr,
+           *plan_ = nullptr, *cancel_ = nullptr;
+  std::string file_, name_, reason_;
+  ModeFlags mode_;
+  int32_t staleness_ = 0;
+  int64_t from_iteration_ = 0;
+  int64_t iteration_ = 0;
+  bool json_ = false;
+};
+
+HERD_REGISTER_COMMAND(JobCommand, "job", 20,
+                      "Client of the scheduler: submit, status, list, set-mode, plan, cancel");
+
+}  // namespace
+}  // namespace herd::cli

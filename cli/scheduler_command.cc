@@ -1,0 +1,100 @@
+// `herd scheduler`: runs the coordinator (gRPC herd.v1.Scheduler, docs/scheduler.md) until
+// SIGINT or SIGTERM.
+
+#include <signal.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "absl/time/time.h"
+#include "cli/command.h"
+#include "common/logging.h"
+#include "scheduler/scheduler_core.h"
+#include "scheduler/service.h"
+
+namespace herd::cli {
+namespace {
+
+class SchedulerCommand : public Command {
+ public:
+  void Configure(CLI::App& app) override {
+    app.add_option("--listen", server_.listen, "host:port to serve on (port 0: pick a free one)")
+        ->capture_default_str();
+    app.add_option("--state", state_dir_,
+                   "Directory of the RocksDB state (jobs, membership, epochs); a restarted "
+                   "scheduler on the same directory resumes them")
+        ->required();
+    app.add_option("--heartbeat-timeout", heartbeat_timeout_,
+                   "A node silent for this long is declared dead (e.g. 10s, 500ms)")
+        ->capture_default_str();
+    app.add_option("--tls-cert", server_.tls_cert_file, "PEM certificate: serve with TLS");
+    app.add_option("--tls-key", server_.tls_key_file, "PEM private key of --tls-cert");
+    app.add_option("--token-file", token_file_,
+                   "File holding the bearer token every call must carry");
+    app.add_option("--port-file", port_file_,
+                   "Write the bound port to this file once serving (for scripts and tests)");
+  }
+
+  int Run() override {
+    absl::Duration timeout;
+    if (!absl::ParseDuration(heartbeat_timeout_, &timeout) || timeout < absl::Milliseconds(1)) {
+      std::fprintf(stderr, "herd scheduler: --heartbeat-timeout '%s' is not a duration >= 1ms "
+                           "(write e.g. 10s or 500ms)\n", heartbeat_timeout_.c_str());
+      return kExitUsage;
+    }
+    if (!token_file_.empty()) {
+      auto token = scheduler::ReadTokenFile(token_file_);
+      if (!token.ok()) return Fail(token.status());
+      server_.token = *token;
+    }
+    // Block the stop signals before any thread starts, so every thread inherits the mask and
+    // sigwait below is the only receiver.
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+
+    auto core = scheduler::SchedulerCore::Open(
+        {state_dir_, absl::ToChronoMilliseconds(timeout)});
+    if (!core.ok()) return Fail(core.status());
+    auto server = scheduler::SchedulerServer::Start(core->get(), server_);
+    if (!server.ok()) return Fail(server.status());
+    if (!port_file_.empty()) {
+      // Written whole under a temporary name, then renamed: a reader never sees half a port.
+      const std::string tmp = port_file_ + ".tmp";
+      std::ofstream(tmp) << (*server)->port() << "\n";
+      std::error_code ec;
+      std::filesystem::rename(tmp, port_file_, ec);
+      if (ec) {
+        return Fail(absl::InternalError("cannot write --port-file " + port_file_ + ": " +
+                                        ec.message()));
+      }
+    }
+    int sig = 0;
+    sigwait(&stop, &sig);
+    Log().info("scheduler: signal {}, shutting down", sig);
+    (*server)->Shutdown();
+    return kExitOk;
+  }
+
+ private:
+  static int Fail(const absl::Status& st) {
+    std::fprintf(stderr, "herd scheduler: %s\n", std::string(st.message()).c_str());
+    return kExitFailure;
+  }
+
+  scheduler::ServerOptions server_;
+  std::string state_dir_;
+  std::string heartbeat_timeout_ = "10s";
+  std::string token_file_;
+  std::string port_file_;
+};
+
+HERD_REGISTER_COMMAND(SchedulerCommand, "scheduler", 10,
+                      "Run the scheduler: registers processes, holds jobs, plans iterations");
+
+}  // namespace
+}  // namespace herd::cli
