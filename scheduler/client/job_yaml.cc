@@ -1,0 +1,191 @@
+#include "scheduler/client/job_yaml.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/str_format.h"
+
+namespace herd::scheduler {
+namespace {
+
+absl::Status At(const YAML::Node& node, std::string_view what) {
+  const auto mark = node.Mark();
+  return absl::InvalidArgumentError(absl::StrFormat("job spec, line %d: %s", mark.line + 1, what));
+}
+
+// Reads a scalar as T, with the line of the value in the error.
+template <typename T>
+absl::StatusOr<T> Scalar(const YAML::Node& node, std::string_view key) {
+  if (!node.IsScalar()) return At(node, absl::StrFormat("'%s' must be a single value", key));
+  try {
+    return node.as<T>();
+  } catch (const YAML::Exception&) {
+    return At(node,
+              absl::StrFormat("'%s' has the value '%s' of the wrong type", key, node.Scalar()));
+  }
+}
+
+#define HERD_YAML_ASSIGN(lhs, expr)   \
+  do {                                \
+    auto v_ = (expr);                 \
+    if (!v_.ok()) return v_.status(); \
+    lhs = *v_;                        \
+  } while (0)
+
+absl::Status ReadTensor(const YAML::Node& t, herd::v1::TensorSpec* out) {
+  if (!t.IsMap()) return At(t, "each tensor is a map {name, shape, dtype}");
+  for (const auto& kv : t) {
+    const std::string key = kv.first.as<std::string>();
+    const YAML::Node& v = kv.second;
+    if (key == "name") {
+      std::string s;
+      HERD_YAML_ASSIGN(s, Scalar<std::string>(v, key));
+      out->set_name(s);
+    } else if (key == "dtype") {
+      std::string s;
+      HERD_YAML_ASSIGN(s, Scalar<std::string>(v, key));
+      out->set_dtype(s);
+    } else if (key == "shape") {
+      if (!v.IsSequence()) return At(v, "'shape' is a list of dimensions, e.g. [128, 784]");
+      for (const auto& d : v) {
+        int64_t dim = 0;
+        HERD_YAML_ASSIGN(dim, Scalar<int64_t>(d, "shape"));
+        out->add_shape(dim);
+      }
+    } else {
+      return At(kv.first, absl::StrFormat("unknown tensor field '%s' (name, shape, dtype)", key));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadOptimizer(const YAML::Node& o, herd::v1::OptimizerSpec* out) {
+  if (o.IsScalar()) {  // `optimizer: adam`
+    out->set_name(o.Scalar());
+    return absl::OkStatus();
+  }
+  if (!o.IsMap()) return At(o, "'optimizer' is a name or a map {name, learning_rate, ...}");
+  for (const auto& kv : o) {
+    const std::string key = kv.first.as<std::string>();
+    double x = 0;
+    if (key == "name") {
+      std::string s;
+      HERD_YAML_ASSIGN(s, Scalar<std::string>(kv.second, key));
+      out->set_name(s);
+    } else if (key == "learning_rate" || key == "lr") {
+      HERD_YAML_ASSIGN(x, Scalar<double>(kv.second, key));
+      out->set_learning_rate(x);
+    } else if (key == "momentum") {
+      HERD_YAML_ASSIGN(x, Scalar<double>(kv.second, key));
+      out->set_momentum(x);
+    } else if (key == "weight_decay") {
+      HERD_YAML_ASSIGN(x, Scalar<double>(kv.second, key));
+      out->set_weight_decay(x);
+    } else {
+      return At(kv.first,
+                absl::StrFormat("unknown optimizer field '%s' (name, learning_rate, momentum, "
+                                "weight_decay)",
+                                key));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<herd::v1::JobSpec> FromNode(const YAML::Node& root) {
+  if (!root.IsMap()) return At(root, "a job spec is a map of fields (name, mode, workers, ...)");
+  herd::v1::JobSpec spec;
+  auto* mode = spec.mutable_mode();
+  std::set<std::string> seen;
+  for (const auto& kv : root) {
+    const std::string key = kv.first.as<std::string>();
+    const YAML::Node& v = kv.second;
+    if (!seen.insert(key).second) return At(kv.first, absl::StrFormat("'%s' appears twice", key));
+    std::string s;
+    int64_t i = 0;
+    double d = 0;
+    if (key == "name") {
+      HERD_YAML_ASSIGN(s, Scalar<std::string>(v, key));
+      spec.set_name(s);
+    } else if (key == "mode") {
+      HERD_YAML_ASSIGN(s, Scalar<std::string>(v, key));
+      mode->set_mode(s);
+    } else if (key == "topology") {
+      HERD_YAML_ASSIGN(s, Scalar<std::string>(v, key));
+      mode->set_topology(s);
+    } else if (key == "compressor") {
+      HERD_YAML_ASSIGN(s, Scalar<std::string>(v, key));
+      mode->set_compressor(s);
+    } else if (key == "teams") {
+      HERD_YAML_ASSIGN(i, Scalar<int32_t>(v, key));
+      mode->set_teams(static_cast<int32_t>(i));
+    } else if (key == "staleness") {
+      HERD_YAML_ASSIGN(i, Scalar<int32_t>(v, key));
+      mode->set_staleness(static_cast<int32_t>(i));
+    } else if (key == "density") {
+      HERD_YAML_ASSIGN(d, Scalar<double>(v, key));
+      mode->set_density(d);
+    } else if (key == "block_bytes") {
+      HERD_YAML_ASSIGN(i, Scalar<int64_t>(v, key));
+      mode->set_block_bytes(i);
+    } else if (key == "workers") {
+      HERD_YAML_ASSIGN(i, Scalar<int32_t>(v, key));
+      spec.set_workers(static_cast<int32_t>(i));
+    } else if (key == "servers") {
+      HERD_YAML_ASSIGN(i, Scalar<int32_t>(v, key));
+      spec.set_servers(static_cast<int32_t>(i));
+    } else if (key == "seed") {
+      uint64_t seed = 0;
+      HERD_YAML_ASSIGN(seed, Scalar<uint64_t>(v, key));
+      spec.set_seed(seed);
+    } else if (key == "chunk_bytes") {
+      HERD_YAML_ASSIGN(i, Scalar<int64_t>(v, key));
+      spec.set_chunk_bytes(i);
+    } else if (key == "optimizer") {
+      if (auto st = ReadOptimizer(v, spec.mutable_optimizer()); !st.ok()) return st;
+    } else if (key == "tensors") {
+      if (!v.IsSequence()) return At(v, "'tensors' is a list of {name, shape, dtype}");
+      for (const auto& t : v) {
+        if (auto st = ReadTensor(t, spec.add_tensors()); !st.ok()) return st;
+      }
+    } else {
+      return At(kv.first,
+                absl::StrFormat("unknown field '%s' (see docs/scheduler.md for the JobSpec format)",
+                                key));
+    }
+  }
+  return spec;
+}
+
+}  // namespace
+
+absl::StatusOr<herd::v1::JobSpec> ParseJobSpecYaml(std::string_view text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrFormat("job spec is not valid YAML: %s", e.what()));
+  }
+  try {
+    return FromNode(root);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrFormat("job spec: %s", e.what()));
+  }
+}
+
+absl::StatusOr<herd::v1::JobSpec> LoadJobSpecFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError(absl::StrFormat("cannot read job spec file %s", path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  auto spec = ParseJobSpecYaml(ss.str());
+  if (!spec.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: %s", path, std::string(spec.status().message())));
+  }
+  return spec;
+}
+
+}  // namespace herd::scheduler

@@ -1,0 +1,205 @@
+#include "scheduler/client/scheduler_client.h"
+
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_format.h"
+#include "herd/v1/scheduler.grpc.pb.h"
+
+namespace herd::scheduler {
+namespace {
+
+class GrpcSchedulerClient final : public SchedulerClient {
+ public:
+  GrpcSchedulerClient(const ClientOptions& options, std::shared_ptr<grpc::Channel> channel)
+      : options_(options),
+        channel_(std::move(channel)),
+        stub_(herd::v1::Scheduler::NewStub(channel_)) {}
+
+  absl::StatusOr<herd::v1::RegisterNodeResponse> RegisterNode(
+      const herd::v1::RegisterNodeRequest& req) override {
+    return Unary<herd::v1::RegisterNodeResponse>(req, &Stub::RegisterNode, "RegisterNode");
+  }
+  absl::StatusOr<herd::v1::HeartbeatResponse> Heartbeat(
+      const herd::v1::HeartbeatRequest& req) override {
+    return Unary<herd::v1::HeartbeatResponse>(req, &Stub::Heartbeat, "Heartbeat");
+  }
+  absl::StatusOr<herd::v1::JobStatus> SubmitJob(const herd::v1::JobSpec& spec) override {
+    herd::v1::SubmitJobRequest req;
+    *req.mutable_spec() = spec;
+    return Unary<herd::v1::JobStatus>(req, &Stub::SubmitJob, "SubmitJob");
+  }
+  absl::StatusOr<herd::v1::JobStatus> GetJob(const std::string& name) override {
+    herd::v1::GetJobRequest req;
+    req.set_name(name);
+    return Unary<herd::v1::JobStatus>(req, &Stub::GetJob, "GetJob");
+  }
+  absl::StatusOr<herd::v1::ListJobsResponse> ListJobs() override {
+    return Unary<herd::v1::ListJobsResponse>(herd::v1::ListJobsRequest(), &Stub::ListJobs,
+                                             "ListJobs");
+  }
+  absl::StatusOr<herd::v1::JobStatus> SetMode(const herd::v1::SetModeRequest& req) override {
+    return Unary<herd::v1::JobStatus>(req, &Stub::SetMode, "SetMode");
+  }
+  absl::StatusOr<herd::v1::JobStatus> CancelJob(const std::string& name,
+                                                const std::string& reason) override {
+    herd::v1::CancelJobRequest req;
+    req.set_name(name);
+    req.set_reason(reason);
+    return Unary<herd::v1::JobStatus>(req, &Stub::CancelJob, "CancelJob");
+  }
+  absl::StatusOr<herd::v1::Plan> GetPlan(const herd::v1::GetPlanRequest& req) override {
+    return Unary<herd::v1::Plan>(req, &Stub::GetPlan, "GetPlan");
+  }
+  absl::Status WatchPlan(const herd::v1::WatchPlanRequest& req, Deadline deadline,
+                         const std::function<bool(const herd::v1::Plan&)>& on_plan) override {
+    grpc::ClientContext ctx;
+    Prepare(ctx, deadline);
+    auto reader = stub_->WatchPlan(&ctx, req);
+    herd::v1::Plan plan;
+    while (reader->Read(&plan)) {
+      if (!on_plan(plan)) {
+        ctx.TryCancel();
+        reader->Finish().ok();  // drains the cancelled stream
+        return absl::OkStatus();
+      }
+    }
+    const grpc::Status st = reader->Finish();
+    if (st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) return absl::OkStatus();
+    return FromGrpc(st, "WatchPlan");
+  }
+  absl::StatusOr<herd::v1::BarrierResponse> Barrier(const herd::v1::BarrierRequest& req,
+                                                    Deadline deadline) override {
+    return Unary<herd::v1::BarrierResponse>(req, &Stub::Barrier, "Barrier", deadline);
+  }
+  absl::StatusOr<herd::v1::ReportIterationResponse> ReportIteration(
+      const herd::v1::ReportIterationRequest& req) override {
+    return Unary<herd::v1::ReportIterationResponse>(req, &Stub::ReportIteration, "ReportIteration");
+  }
+  absl::Status StoreSet(const std::string& job, const std::string& key,
+                        const std::string& value) override {
+    herd::v1::StoreSetRequest req;
+    req.set_job(job);
+    req.set_key(key);
+    req.set_value(value);
+    return Unary<herd::v1::StoreSetResponse>(req, &Stub::StoreSet, "StoreSet").status();
+  }
+  absl::StatusOr<std::string> StoreGet(const std::string& job, const std::string& key,
+                                       Deadline deadline) override {
+    herd::v1::StoreGetRequest req;
+    req.set_job(job);
+    req.set_key(key);
+    auto resp = Unary<herd::v1::StoreGetResponse>(req, &Stub::StoreGet, "StoreGet", deadline);
+    if (!resp.ok()) return resp.status();
+    return std::move(*resp->mutable_value());
+  }
+  absl::Status CheckHealth() override {
+    // grpc.health.v1.Health/Check with an empty service name, spoken through the generic
+    // stub: its request and response are a string field 1 and an enum field 1.
+    grpc::ClientContext ctx;
+    Prepare(ctx, Deadline::After(options_.call_timeout));
+    grpc::GenericStub generic(channel_);
+    grpc::ByteBuffer request;  // empty message: service ""
+    grpc::ByteBuffer response;
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    grpc::Status st;
+    generic.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
+                      &response, [&](grpc::Status s) {
+                        std::lock_guard<std::mutex> lock(mu);
+                        st = std::move(s);
+                        done = true;
+                        cv.notify_all();
+                      });
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return done; });
+    if (!st.ok()) return FromGrpc(st, "Health/Check");
+    std::vector<grpc::Slice> slices;
+    if (!response.Dump(&slices).ok()) return absl::InternalError("unreadable health response");
+    std::string bytes;
+    for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    // SERVING = 1, encoded as field 1 varint: 0x08 0x01.
+    if (bytes != std::string("\x08\x01", 2)) {
+      return absl::UnavailableError(
+          absl::StrFormat("scheduler at %s reports it is not serving", options_.address));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  using Stub = herd::v1::Scheduler::Stub;
+
+  void Prepare(grpc::ClientContext& ctx, Deadline deadline) const {
+    if (!options_.token.empty()) ctx.AddMetadata("authorization", "Bearer " + options_.token);
+    if (!deadline.infinite()) {
+      ctx.set_deadline(std::chrono::system_clock::now() + deadline.remaining());
+    }
+  }
+
+  absl::Status FromGrpc(const grpc::Status& st, std::string_view method) const {
+    if (st.ok()) return absl::OkStatus();
+    return absl::Status(
+        static_cast<absl::StatusCode>(st.error_code()),
+        absl::StrFormat("scheduler at %s, %s: %s", options_.address, method, st.error_message()));
+  }
+
+  template <typename Resp, typename Req, typename Method>
+  absl::StatusOr<Resp> Unary(const Req& req, Method method, std::string_view name,
+                             std::optional<Deadline> deadline = std::nullopt) {
+    grpc::ClientContext ctx;
+    // A blocking call gets a little longer than the wait it asks for, so the server's own
+    // DEADLINE_EXCEEDED (which names what it waited for) arrives first.
+    Prepare(ctx, deadline ? Deadline::After(deadline->remaining() + std::chrono::seconds(2))
+                          : Deadline::After(options_.call_timeout));
+    Resp resp;
+    const grpc::Status st = (stub_.get()->*method)(&ctx, req, &resp);
+    if (!st.ok()) return FromGrpc(st, name);
+    return resp;
+  }
+
+  const ClientOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<Stub> stub_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SchedulerClient>> SchedulerClient::Connect(
+    const ClientOptions& options) {
+  if (options.address.empty()) {
+    return absl::InvalidArgumentError("no scheduler address: pass --scheduler HOST:PORT");
+  }
+  std::shared_ptr<grpc::ChannelCredentials> creds;
+  if (options.tls) {
+    grpc::SslCredentialsOptions ssl;
+    if (!options.tls_ca_file.empty()) {
+      std::ifstream in(options.tls_ca_file, std::ios::binary);
+      if (!in) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("cannot read the TLS CA file %s", options.tls_ca_file));
+      }
+      std::ostringstream ss;
+      ss << in.rdbuf();
+      ssl.pem_root_certs = ss.str();
+    }
+    creds = grpc::SslCredentials(ssl);
+  } else {
+    creds = grpc::InsecureChannelCredentials();
+  }
+  grpc::ChannelArguments args;
+  // Reconnect quickly after a scheduler restart instead of backing off for up to two minutes.
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  auto channel = grpc::CreateCustomChannel(options.address, creds, args);
+  return std::unique_ptr<SchedulerClient>(new GrpcSchedulerClient(options, std::move(channel)));
+}
+
+}  // namespace herd::scheduler

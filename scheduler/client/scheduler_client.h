@@ -1,0 +1,62 @@
+#pragma once
+// A client of herd.v1.Scheduler for processes and the CLI: one method per RPC, absl::Status
+// out (the scheduler's gRPC code and message, prefixed with its address). Adds the bearer
+// token to every call and gives every call a deadline.
+//
+// gRPC headers stay inside scheduler_client.cc. Thread-safe: calls may run concurrently.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/deadline.h"
+#include "herd/v1/scheduler.pb.h"
+
+namespace herd::scheduler {
+
+struct ClientOptions {
+  std::string address;      // host:port of the scheduler
+  std::string token;        // bearer token (empty: none)
+  bool tls = false;         // connect with TLS
+  std::string tls_ca_file;  // PEM roots that sign the scheduler's certificate (empty: system)
+  // The deadline of a call that does not block (everything but Barrier, StoreGet, WatchPlan).
+  std::chrono::milliseconds call_timeout{10000};
+};
+
+class SchedulerClient {
+ public:
+  // Creates the channel (it connects lazily, on the first call). INVALID_ARGUMENT for an
+  // empty address or an unreadable CA file.
+  static absl::StatusOr<std::unique_ptr<SchedulerClient>> Connect(const ClientOptions& options);
+  virtual ~SchedulerClient() = default;
+
+  virtual absl::StatusOr<herd::v1::RegisterNodeResponse> RegisterNode(
+      const herd::v1::RegisterNodeRequest& req) = 0;
+  virtual absl::StatusOr<herd::v1::HeartbeatResponse> Heartbeat(
+      const herd::v1::HeartbeatRequest& req) = 0;
+  virtual absl::StatusOr<herd::v1::JobStatus> SubmitJob(const herd::v1::JobSpec& spec) = 0;
+  virtual absl::StatusOr<herd::v1::JobStatus> GetJob(const std::string& name) = 0;
+  virtual absl::StatusOr<herd::v1::ListJobsResponse> ListJobs() = 0;
+  virtual absl::StatusOr<herd::v1::JobStatus> SetMode(const herd::v1::SetModeRequest& req) = 0;
+  virtual absl::StatusOr<herd::v1::JobStatus> CancelJob(const std::string& name,
+                                                        const std::string& reason) = 0;
+  virtual absl::StatusOr<herd::v1::Plan> GetPlan(const herd::v1::GetPlanRequest& req) = 0;
+  // Streams plans until `on_plan` returns false, the job is cancelled, the stream fails or
+  // the deadline passes (then OK: the caller asked to watch for that long).
+  virtual absl::Status WatchPlan(const herd::v1::WatchPlanRequest& req, Deadline deadline,
+                                 const std::function<bool(const herd::v1::Plan&)>& on_plan) = 0;
+  virtual absl::StatusOr<herd::v1::BarrierResponse> Barrier(const herd::v1::BarrierRequest& req,
+                                                            Deadline deadline) = 0;
+  virtual absl::StatusOr<herd::v1::ReportIterationResponse> ReportIteration(
+      const herd::v1::ReportIterationRequest& req) = 0;
+  virtual absl::Status StoreSet(const std::string& job, const std::string& key,
+                                const std::string& value) = 0;
+  virtual absl::StatusOr<std::string> StoreGet(const std::string& job, const std::string& key,
+                                               Deadline deadline) = 0;
+  // grpc.health.v1 Check of the whole server: OK when it serves.
+  virtual absl::Status CheckHealth() = 0;
+};
+
+}  // namespace herd::scheduler

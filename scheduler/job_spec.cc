@@ -1,0 +1,274 @@
+#include "scheduler/job_spec.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/dtype.h"
+
+namespace herd::scheduler {
+namespace {
+
+using herd::v1::JobSpec;
+using herd::v1::ModeSpec;
+
+constexpr int64_t kDefaultChunkBytes = 1 << 20;
+constexpr int64_t kDefaultBlockBytes = 1 << 20;
+constexpr double kDefaultDensity = 0.01;
+constexpr int32_t kDefaultStaleness = 4;
+constexpr int32_t kMaxProcesses = 65536;
+constexpr int kMaxTensors = 1 << 20;
+
+// What each mode needs and which parameters apply to it.
+struct ModeInfo {
+  std::string_view name;
+  bool needs_servers = false;
+  bool floating_only = false;  // averages, quantises or applies an optimizer
+  bool topology = false;
+  bool teams = false;
+  bool density = false;
+  bool block_bytes = false;
+  bool staleness = false;
+  bool compressor = false;
+};
+
+constexpr ModeInfo kModes[] = {
+    {"allreduce"},
+    {"dear"},
+    {"lp", false, false, false, false, false, true},
+    {"sparse", false, true, false, true, true},
+    {"topk_allgather", false, true, false, false, true},
+    {"decentralized", false, true, true},
+    {"decentralized_lp", false, true, true, false, false, false, false, true},
+    {"clps", false, true, false, false, false, false, false, true},
+    {"ps_sync", true, true},
+    {"ps_async", true, true, false, false, false, false, true},
+    {"ps_ec", true, true, false, false, false, false, false, true},
+};
+
+const ModeInfo* FindMode(std::string_view name) {
+  for (const auto& m : kModes) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
+}
+
+const std::set<std::string, std::less<>> kTopologies = {"ring", "random"};
+const std::set<std::string, std::less<>> kCompressors = {"minmax_uint8", "qsgd", "sign", "fp16"};
+const std::set<std::string, std::less<>> kOptimizers = {"sgd", "momentum", "adam"};
+
+absl::Status NotForMode(std::string_view param, std::string_view mode) {
+  return absl::InvalidArgumentError(
+      absl::StrFormat("parameter '%s' does not apply to mode '%s'; remove it", param, mode));
+}
+
+}  // namespace
+
+const std::vector<std::string>& ModeNames() {
+  static const auto* names = [] {
+    auto* v = new std::vector<std::string>;
+    for (const auto& m : kModes) v->emplace_back(m.name);
+    return v;
+  }();
+  return *names;
+}
+
+bool IsDecentralizedMode(std::string_view mode) {
+  const ModeInfo* m = FindMode(mode);
+  return m != nullptr && m->topology;
+}
+
+absl::Status ValidateJobName(std::string_view name) {
+  auto ok_char = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+  };
+  const bool ok = !name.empty() && name.size() <= 63 && ok_char(name[0]) && name[0] != '.' &&
+                  name[0] != '_' && name[0] != '-' &&
+                  std::all_of(name.begin(), name.end(), ok_char);
+  if (!ok) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "job name '%s' is not valid: use 1-63 characters of [a-z0-9._-], starting with a letter "
+        "or digit",
+        name));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ModeSpec> NormalizeMode(const ModeSpec& in, const JobSpec& spec) {
+  const ModeInfo* m = FindMode(in.mode());
+  if (m == nullptr) {
+    return absl::InvalidArgumentError(absl::StrFormat("unknown mode '%s'; known modes: %s",
+                                                      in.mode(), absl::StrJoin(ModeNames(), ", ")));
+  }
+  ModeSpec out = in;
+  // Parameters that do not apply are rejected rather than ignored: a typo must not be silent.
+  if (!in.topology().empty() && !m->topology) return NotForMode("topology", in.mode());
+  if (in.teams() != 0 && !m->teams) return NotForMode("teams", in.mode());
+  if (in.density() != 0 && !m->density) return NotForMode("density", in.mode());
+  if (in.block_bytes() != 0 && !m->block_bytes) return NotForMode("block_bytes", in.mode());
+  if (in.has_staleness() && !m->staleness) return NotForMode("staleness", in.mode());
+  if (!in.compressor().empty() && !m->compressor) return NotForMode("compressor", in.mode());
+
+  if (m->topology) {
+    if (out.topology().empty()) out.set_topology("ring");
+    if (!kTopologies.contains(out.topology())) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "unknown topology '%s' for mode '%s'; use ring or random", out.topology(), in.mode()));
+    }
+  }
+  if (m->teams) {
+    if (out.teams() == 0) out.set_teams(1);
+    if (out.teams() < 1) {
+      return absl::InvalidArgumentError(absl::StrFormat("teams must be >= 1, got %d", out.teams()));
+    }
+    if (spec.workers() % out.teams() != 0) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "mode '%s' with %d teams needs a worker count divisible by %d; job '%s' has %d workers",
+          in.mode(), out.teams(), out.teams(), spec.name(), spec.workers()));
+    }
+  }
+  if (m->density) {
+    if (out.density() == 0) out.set_density(kDefaultDensity);
+    if (!(out.density() > 0 && out.density() <= 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("density must be in (0, 1], got %g", out.density()));
+    }
+  }
+  if (m->block_bytes) {
+    if (out.block_bytes() == 0) out.set_block_bytes(kDefaultBlockBytes);
+    if (out.block_bytes() < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("block_bytes must be >= 1, got %d", out.block_bytes()));
+    }
+  }
+  if (m->staleness) {
+    if (!in.has_staleness()) out.set_staleness(kDefaultStaleness);
+    if (out.staleness() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("staleness must be >= 0, got %d", out.staleness()));
+    }
+  }
+  if (m->compressor) {
+    if (out.compressor().empty()) out.set_compressor("minmax_uint8");
+    if (!kCompressors.contains(out.compressor())) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "unknown compressor '%s'; use minmax_uint8, qsgd, sign or fp16", out.compressor()));
+    }
+  }
+  if (m->needs_servers && spec.servers() < 1) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("mode '%s' needs parameter servers; job '%s' has none (servers: 0)",
+                        in.mode(), spec.name()));
+  }
+  if (m->floating_only) {
+    for (const auto& t : spec.tensors()) {
+      auto dt = ParseDType(t.dtype());
+      if (dt.ok() && !IsFloating(*dt)) {
+        return absl::FailedPreconditionError(absl::StrFormat(
+            "mode '%s' averages, compresses or optimizes floating-point tensors; tensor '%s' of "
+            "job '%s' is %s",
+            in.mode(), t.name(), spec.name(), t.dtype()));
+      }
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& in) {
+  JobSpec out = in;
+  if (auto st = ValidateJobName(in.name()); !st.ok()) return st;
+  if (in.workers() < 1 || in.workers() > kMaxProcesses) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("job '%s': workers must be between 1 and %d, got %d", in.name(),
+                        kMaxProcesses, in.workers()));
+  }
+  if (in.servers() < 0 || in.servers() > kMaxProcesses) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("job '%s': servers must be between 0 and %d, got %d", in.name(),
+                        kMaxProcesses, in.servers()));
+  }
+  if (in.tensors().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("job '%s' lists no tensors; give the model's tensor layout", in.name()));
+  }
+  if (in.tensors_size() > kMaxTensors) {
+    return absl::InvalidArgumentError(absl::StrFormat("job '%s' lists %d tensors, more than %d",
+                                                      in.name(), in.tensors_size(), kMaxTensors));
+  }
+  std::set<std::string, std::less<>> names;
+  for (int i = 0; i < in.tensors_size(); ++i) {
+    const auto& t = in.tensors(i);
+    if (t.name().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("job '%s': tensor #%d has no name", in.name(), i));
+    }
+    if (!names.insert(t.name()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("job '%s': tensor name '%s' appears twice (#%d); names must be unique",
+                          in.name(), t.name(), i));
+    }
+    auto dt = ParseDType(t.dtype());
+    if (!dt.ok()) {
+      return absl::InvalidArgumentError(absl::StrFormat("job '%s': tensor '%s' has dtype '%s': %s",
+                                                        in.name(), t.name(), t.dtype(),
+                                                        std::string(dt.status().message())));
+    }
+    // Canonical dtype names, so plans and status print one spelling.
+    out.mutable_tensors(i)->set_dtype(std::string(DTypeName(*dt)));
+    int64_t elements = 1;
+    for (int64_t d : t.shape()) {
+      if (d < 1) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("job '%s': tensor '%s' has dimension %d; every dimension must be >= 1",
+                            in.name(), t.name(), d));
+      }
+      // 2^48 elements is far beyond any model tensor and keeps byte counts in int64.
+      if (elements > (int64_t{1} << 48) / d) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "job '%s': tensor '%s' has more than 2^48 elements", in.name(), t.name()));
+      }
+      elements *= d;
+    }
+  }
+  if (in.chunk_bytes() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("job '%s': chunk_bytes must be >= 1, got %d", in.name(), in.chunk_bytes()));
+  }
+  if (in.chunk_bytes() == 0) out.set_chunk_bytes(kDefaultChunkBytes);
+
+  auto* opt = out.mutable_optimizer();
+  if (opt->name().empty()) opt->set_name("sgd");
+  if (!kOptimizers.contains(opt->name())) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "job '%s': unknown optimizer '%s'; use sgd, momentum or adam", in.name(), opt->name()));
+  }
+  if (opt->learning_rate() == 0) opt->set_learning_rate(0.01);
+  if (!(opt->learning_rate() > 0)) {
+    return absl::InvalidArgumentError(absl::StrFormat("job '%s': learning_rate must be > 0, got %g",
+                                                      in.name(), opt->learning_rate()));
+  }
+  if (opt->name() == "momentum" && opt->momentum() == 0) opt->set_momentum(0.9);
+  if (!(opt->momentum() >= 0 && opt->momentum() < 1)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "job '%s': momentum must be in [0, 1), got %g", in.name(), opt->momentum()));
+  }
+  if (!(opt->weight_decay() >= 0)) {
+    return absl::InvalidArgumentError(absl::StrFormat("job '%s': weight_decay must be >= 0, got %g",
+                                                      in.name(), opt->weight_decay()));
+  }
+
+  if (!in.has_mode() || in.mode().mode().empty()) {
+    return absl::InvalidArgumentError(absl::StrFormat("job '%s' has no mode; known modes: %s",
+                                                      in.name(), absl::StrJoin(ModeNames(), ", ")));
+  }
+  auto mode = NormalizeMode(in.mode(), out);
+  if (!mode.ok()) {
+    // At submission every inconsistency is in the spec itself.
+    return absl::InvalidArgumentError(std::string(mode.status().message()));
+  }
+  *out.mutable_mode() = *mode;
+  return out;
+}
+
+}  // namespace herd::scheduler

@@ -1,0 +1,206 @@
+// SchedulerCore membership: registration (rank and shard assignment), heartbeats and the
+// failure detector. Every change of membership starts a new epoch.
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "scheduler/scheduler_core.h"
+
+namespace herd::scheduler {
+namespace {
+
+constexpr size_t kMaxNameBytes = 128;
+constexpr size_t kMaxAddressBytes = 256;
+constexpr size_t kMaxUcxAddressBytes = 64 * 1024;
+
+std::string_view RoleName(herd::v1::Role role) {
+  return role == herd::v1::ROLE_SERVER ? "server" : "worker";
+}
+
+absl::Status ValidateNodeName(std::string_view name) {
+  const bool printable =
+      std::all_of(name.begin(), name.end(), [](char c) { return c > ' ' && c < 127; });
+  if (name.empty() || name.size() > kMaxNameBytes || !printable) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "node name '%s' is not valid: give 1-%d printable characters without spaces (e.g. the "
+        "pod or host name)",
+        name, kMaxNameBytes));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<herd::v1::RegisterNodeResponse> SchedulerCore::RegisterNode(
+    const herd::v1::RegisterNodeRequest& req) {
+  if (req.role() != herd::v1::ROLE_WORKER && req.role() != herd::v1::ROLE_SERVER) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("node '%s' registers with role %d; only workers and servers register",
+                        req.name(), static_cast<int>(req.role())));
+  }
+  HERD_RETURN_IF_ERROR(ValidateNodeName(req.name()));
+  if (req.address().size() > kMaxAddressBytes || req.ucx_address().size() > kMaxUcxAddressBytes ||
+      req.host().size() > kMaxAddressBytes) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "node '%s': address, host or UCX address too long (limits %d, %d and %d bytes)", req.name(),
+        kMaxAddressBytes, kMaxAddressBytes, kMaxUcxAddressBytes));
+  }
+  const std::string_view role = RoleName(req.role());
+  std::lock_guard<std::mutex> lock(mu_);
+  HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(req.job(), "register"));
+  const bool worker = req.role() == herd::v1::ROLE_WORKER;
+  const auto& slots = worker ? job->status.workers() : job->status.servers();
+  const int count = slots.size();
+  if (count == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("job '%s' has no %ss (its spec says %s: 0); %s '%s' cannot join it",
+                        req.job(), role, role, role, req.name()));
+  }
+  if (req.has_requested_rank() && (req.requested_rank() < 0 || req.requested_rank() >= count)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s '%s' asks for rank %d; job '%s' has ranks 0..%d", role, req.name(),
+                        req.requested_rank(), req.job(), count - 1));
+  }
+
+  // The slot: the one this name held before (a node that comes back takes its place), else
+  // the requested one, else the lowest never-taken slot, else the lowest dead one.
+  int slot = -1;
+  std::string reason;
+  for (int i = 0; i < count; ++i) {
+    if (slots[i].name() == req.name()) slot = i;
+  }
+  if (slot >= 0) {
+    const auto& m = slots[slot];
+    if (m.alive()) {
+      const auto& seen = worker ? job->worker_seen : job->server_seen;
+      const auto ago = std::chrono::duration_cast<std::chrono::milliseconds>(
+          Clock::now() - seen[static_cast<size_t>(slot)]);
+      return absl::AlreadyExistsError(absl::StrFormat(
+          "%s of job '%s' is registered and alive (node id %d, last heartbeat %d ms ago); a "
+          "restarted process can take its place once the scheduler declares it dead (heartbeat "
+          "timeout %d ms), or register under another name",
+          DescribeMember(req.role(), m), req.job(), m.node_id(), ago.count(),
+          options_.heartbeat_timeout.count()));
+    }
+    if (req.has_requested_rank() && req.requested_rank() != slot) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "%s '%s' held rank %d of job '%s' and can only take that rank back, not %d", role,
+          req.name(), slot, req.job(), req.requested_rank()));
+    }
+    reason = absl::StrFormat("%s '%s' (rank %d) rejoined", role, req.name(), slot);
+  } else if (req.has_requested_rank()) {
+    slot = req.requested_rank();
+    const auto& m = slots[slot];
+    if (!m.name().empty() && m.alive()) {
+      return absl::AlreadyExistsError(
+          absl::StrFormat("rank %d of job '%s' is held by live %s; %s '%s' cannot take it", slot,
+                          req.job(), DescribeMember(req.role(), m), role, req.name()));
+    }
+  } else {
+    for (int i = 0; i < count && slot < 0; ++i) {
+      if (slots[i].name().empty()) slot = i;
+    }
+    for (int i = 0; i < count && slot < 0; ++i) {
+      if (!slots[i].alive()) slot = i;
+    }
+    if (slot < 0) {
+      return absl::FailedPreconditionError(
+          absl::StrFormat("job '%s' already has its %d %ss, all alive; %s '%s' is not needed",
+                          req.job(), count, role, role, req.name()));
+    }
+  }
+  if (reason.empty()) {
+    const auto& old = slots[slot];
+    reason = old.name().empty()
+                 ? absl::StrFormat("%s '%s' registered as rank %d", role, req.name(), slot)
+                 : absl::StrFormat("%s '%s' replaced dead '%s' as rank %d", role, req.name(),
+                                   old.name(), slot);
+  }
+
+  const uint64_t id = next_node_id_;
+  herd::v1::JobStatus next = job->status;
+  herd::v1::Member* m = (worker ? next.mutable_workers() : next.mutable_servers())->Mutable(slot);
+  const uint64_t old_id = m->node_id();
+  m->set_rank(slot);
+  m->set_name(req.name());
+  m->set_node_id(id);
+  m->set_address(req.address());
+  m->set_ucx_address(req.ucx_address());
+  m->set_host(req.host());
+  m->set_alive(true);
+  AdvanceEpoch(next, std::move(reason));
+  HERD_RETURN_IF_ERROR(Commit(*job, std::move(next), id + 1, /*sync=*/true));
+  next_node_id_ = id + 1;
+  if (old_id != 0) nodes_.erase(old_id);
+  nodes_[id] = NodeRef{req.job(), req.role(), slot};
+  (worker ? job->worker_seen : job->server_seen)[static_cast<size_t>(slot)] = Clock::now();
+
+  herd::v1::RegisterNodeResponse resp;
+  resp.set_node_id(id);
+  resp.set_rank(slot);
+  resp.set_epoch(job->status.epoch());
+  resp.set_heartbeat_timeout_ms(options_.heartbeat_timeout.count());
+  // Three heartbeats per timeout: one lost or late message does not kill a node.
+  resp.set_heartbeat_interval_ms(std::max<int64_t>(options_.heartbeat_timeout.count() / 3, 1));
+  resp.set_job_state(job->status.state());
+  return resp;
+}
+
+absl::StatusOr<herd::v1::HeartbeatResponse> SchedulerCore::Heartbeat(
+    const herd::v1::HeartbeatRequest& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  HERD_ASSIGN_OR_RETURN(Job * job, FindJob(req.job()));
+  herd::v1::HeartbeatResponse resp;
+  resp.set_epoch(job->status.epoch());
+  resp.set_job_state(job->status.state());
+  NodeRef ref;
+  if (job->status.state() == herd::v1::JOB_CANCELLED) {
+    // A node of a cancelled job hears it here and exits; it is not an error to ask.
+    if (!nodes_.contains(req.node_id())) {
+      return absl::NotFoundError(absl::StrFormat(
+          "heartbeat: node id %d is not registered in job '%s'", req.node_id(), req.job()));
+    }
+    return resp;
+  }
+  HERD_ASSIGN_OR_RETURN(herd::v1::Member * m,
+                        FindLiveMember(*job, req.node_id(), "heartbeat", &ref));
+  (void)m;
+  auto& seen = ref.role == herd::v1::ROLE_WORKER ? job->worker_seen : job->server_seen;
+  seen[static_cast<size_t>(ref.slot)] = Clock::now();
+  return resp;
+}
+
+void SchedulerCore::DetectFailures() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (shutdown_) return;
+  const auto now = Clock::now();
+  for (auto& [name, job] : jobs_) {
+    if (job.status.state() == herd::v1::JOB_CANCELLED) continue;
+    herd::v1::JobStatus next = job.status;
+    std::vector<std::string> dead;
+    auto sweep = [&](auto* slots, const std::vector<Clock::time_point>& seen, herd::v1::Role role) {
+      for (int i = 0; i < slots->size(); ++i) {
+        herd::v1::Member* m = slots->Mutable(i);
+        const auto silent = now - seen[static_cast<size_t>(i)];
+        if (!m->alive() || silent <= options_.heartbeat_timeout) continue;
+        m->set_alive(false);
+        dead.push_back(
+            absl::StrFormat("%s declared dead: no heartbeat for %d ms", DescribeMember(role, *m),
+                            std::chrono::duration_cast<std::chrono::milliseconds>(silent).count()));
+      }
+    };
+    sweep(next.mutable_workers(), job.worker_seen, herd::v1::ROLE_WORKER);
+    sweep(next.mutable_servers(), job.server_seen, herd::v1::ROLE_SERVER);
+    if (dead.empty()) continue;
+    AdvanceEpoch(next, absl::StrJoin(dead, "; "));
+    if (auto st = Commit(job, std::move(next), next_node_id_, /*sync=*/true); !st.ok()) {
+      // Retried at the next pass; the nodes stay alive until the state records their death.
+      Log().error("scheduler: {}", std::string(st.message()));
+    }
+  }
+}
+
+}  // namespace herd::scheduler

@@ -1,0 +1,90 @@
+#include "scheduler/plan/topology.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace herd::plan {
+
+uint64_t SplitMix64::Below(uint64_t bound) {
+  // Reject the top partial block of the 2^64 range so every residue is equally likely.
+  const uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
+  while (true) {
+    const uint64_t x = Next();
+    if (x < limit) return x % bound;
+  }
+}
+
+uint64_t IterationSeed(uint64_t job_seed, int64_t iteration) {
+  SplitMix64 mix(job_seed);
+  SplitMix64 again(mix.Next() ^ static_cast<uint64_t>(iteration));
+  return again.Next();
+}
+
+std::vector<int> RingOrder(const std::vector<int>& ranks) {
+  std::vector<int> ring = ranks;
+  std::sort(ring.begin(), ring.end());
+  return ring;
+}
+
+std::vector<std::vector<int>> RingPeers(const std::vector<int>& ranks, int world_size) {
+  std::vector<std::vector<int>> peers(static_cast<size_t>(world_size));
+  const std::vector<int> ring = RingOrder(ranks);
+  const size_t n = ring.size();
+  if (n < 2) return peers;
+  for (size_t i = 0; i < n; ++i) {
+    const int left = ring[(i + n - 1) % n];
+    const int right = ring[(i + 1) % n];
+    auto& mine = peers[static_cast<size_t>(ring[i])];
+    mine.push_back(left);
+    if (right != left) mine.push_back(right);
+    std::sort(mine.begin(), mine.end());
+  }
+  return peers;
+}
+
+std::vector<std::vector<int>> RandomPeers(const std::vector<int>& ranks, int world_size,
+                                          uint64_t job_seed, int64_t iteration) {
+  std::vector<std::vector<int>> peers(static_cast<size_t>(world_size));
+  std::vector<int> order = RingOrder(ranks);  // canonical start: ascending
+  const size_t n = order.size();
+  if (n < 2) return peers;
+  // Fisher-Yates, from the last position down: swap position i with a uniform j in [0, i].
+  SplitMix64 rng(IterationSeed(job_seed, iteration));
+  for (size_t i = n - 1; i > 0; --i) {
+    const size_t j = static_cast<size_t>(rng.Below(i + 1));
+    std::swap(order[i], order[j]);
+  }
+  auto link = [&](int a, int b) {
+    peers[static_cast<size_t>(a)].push_back(b);
+    peers[static_cast<size_t>(b)].push_back(a);
+  };
+  const size_t paired = (n % 2 == 0) ? n : n - 3;
+  for (size_t i = 0; i < paired; i += 2) link(order[i], order[i + 1]);
+  if (n % 2 == 1) {
+    link(order[n - 3], order[n - 2]);
+    link(order[n - 3], order[n - 1]);
+    link(order[n - 2], order[n - 1]);
+  }
+  for (auto& p : peers) std::sort(p.begin(), p.end());
+  return peers;
+}
+
+int EffectiveTeams(int participants, int requested) {
+  if (participants <= 0) return 0;
+  int t = std::clamp(requested, 1, participants);
+  while (participants % t != 0) --t;
+  return t;
+}
+
+std::vector<std::vector<int>> Teams(const std::vector<int>& ring, int teams) {
+  std::vector<std::vector<int>> out;
+  if (teams <= 0 || ring.empty()) return out;
+  const size_t size = ring.size() / static_cast<size_t>(teams);
+  for (int t = 0; t < teams; ++t) {
+    out.emplace_back(ring.begin() + static_cast<std::ptrdiff_t>(t * size),
+                     ring.begin() + static_cast<std::ptrdiff_t>((t + 1) * size));
+  }
+  return out;
+}
+
+}  // namespace herd::plan

@@ -1,0 +1,97 @@
+#include "scheduler/plan_builder.h"
+
+#include "common/dtype.h"
+#include "scheduler/job_spec.h"
+#include "scheduler/plan/shard_map.h"
+#include "scheduler/plan/topology.h"
+
+namespace herd::scheduler {
+
+using herd::v1::JobStatus;
+using herd::v1::Plan;
+
+std::vector<int> ParticipatingRanks(const JobStatus& job) {
+  std::vector<int> ranks;
+  const bool started =
+      job.state() == herd::v1::JOB_RUNNING || job.state() == herd::v1::JOB_DEGRADED;
+  for (int r = 0; r < job.spec().workers(); ++r) {
+    if (!started || (r < job.workers_size() && job.workers(r).alive())) ranks.push_back(r);
+  }
+  return ranks;
+}
+
+const herd::v1::ModeSpec& ModeAt(const JobStatus& job, int64_t iteration) {
+  const herd::v1::ModeSpec* mode = &job.spec().mode();
+  for (const auto& sw : job.schedule()) {
+    if (sw.from_iteration() <= iteration) mode = &sw.mode();
+  }
+  return *mode;
+}
+
+Plan BuildPlan(const JobStatus& job, int64_t iteration) {
+  Plan plan;
+  const auto& spec = job.spec();
+  const int world = spec.workers();
+  plan.set_job(spec.name());
+  plan.set_epoch(job.epoch());
+  plan.set_epoch_start_iteration(job.epoch_start_iteration());
+  plan.set_iteration(iteration);
+  plan.set_seed(spec.seed());
+  plan.set_world_size(world);
+  const auto& mode = ModeAt(job, iteration);
+  *plan.mutable_mode() = mode;
+
+  const std::vector<int> ranks = ParticipatingRanks(job);
+  const std::vector<int> ring = plan::RingOrder(ranks);
+  for (int r : ranks) plan.add_ranks(r);
+  for (int r : ring) plan.add_ring(r);
+
+  std::vector<std::vector<int>> peers(static_cast<size_t>(world));
+  if (IsDecentralizedMode(mode.mode())) {
+    peers = mode.topology() == "random" ? plan::RandomPeers(ranks, world, spec.seed(), iteration)
+                                        : plan::RingPeers(ranks, world);
+  }
+  for (const auto& p : peers) {
+    auto* list = plan.add_peers();
+    for (int q : p) list->add_ranks(q);
+  }
+
+  if (mode.mode() == "sparse") {
+    const int teams = plan::EffectiveTeams(static_cast<int>(ring.size()), mode.teams());
+    for (const auto& team : plan::Teams(ring, teams)) {
+      auto* t = plan.add_teams();
+      for (int r : team) t->add_ranks(r);
+    }
+  }
+
+  std::vector<plan::TensorLayout> layout;
+  for (const auto& t : spec.tensors()) {
+    int64_t elements = 1;
+    for (int64_t d : t.shape()) elements *= d;
+    auto dt = ParseDType(t.dtype());  // validated at submission
+    layout.push_back({elements, dt.ok() ? static_cast<int64_t>(DTypeSize(*dt)) : 1});
+  }
+  for (const auto& c : plan::ShardMap(layout, spec.chunk_bytes(), spec.servers())) {
+    auto* e = plan.add_shards();
+    e->set_tensor(c.tensor);
+    e->set_chunk(c.chunk);
+    e->set_offset(c.offset);
+    e->set_count(c.count);
+    e->set_server(c.server);
+  }
+
+  for (const auto& m : job.workers()) *plan.add_workers() = m;
+  for (const auto& m : job.servers()) *plan.add_servers() = m;
+
+  plan.set_next_switch_iteration(-1);
+  for (const auto& sw : job.schedule()) {
+    if (sw.from_iteration() > iteration) {
+      plan.set_next_switch_iteration(sw.from_iteration());
+      *plan.mutable_next_mode() = sw.mode();
+      break;
+    }
+  }
+  return plan;
+}
+
+}  // namespace herd::scheduler

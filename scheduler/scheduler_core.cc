@@ -1,0 +1,331 @@
+// SchedulerCore: jobs, epochs, persistence and the failure-detector thread. Membership is in
+// membership.cc; plans, barriers, progress and the store in sync.cc.
+
+#include "scheduler/scheduler_core.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "scheduler/job_spec.h"
+#include "scheduler/plan_builder.h"
+
+namespace herd::scheduler {
+
+using herd::v1::JobState;
+using herd::v1::JobStatus;
+
+std::string_view JobStateName(JobState state) {
+  switch (state) {
+    case herd::v1::JOB_PENDING:
+      return "PENDING";
+    case herd::v1::JOB_RUNNING:
+      return "RUNNING";
+    case herd::v1::JOB_DEGRADED:
+      return "DEGRADED";
+    case herd::v1::JOB_CANCELLED:
+      return "CANCELLED";
+    default:
+      return "UNSPECIFIED";
+  }
+}
+
+std::string DescribeMember(herd::v1::Role role, const herd::v1::Member& m) {
+  if (role == herd::v1::ROLE_SERVER) {
+    return absl::StrFormat("server '%s' (shard %d)", m.name(), m.rank());
+  }
+  return absl::StrFormat("worker '%s' (rank %d)", m.name(), m.rank());
+}
+
+SchedulerCore::SchedulerCore(SchedulerOptions options) : options_(std::move(options)) {}
+
+absl::StatusOr<std::unique_ptr<SchedulerCore>> SchedulerCore::Open(SchedulerOptions options) {
+  if (options.heartbeat_timeout.count() < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("the heartbeat timeout must be at least 1 ms, got %d ms",
+                        options.heartbeat_timeout.count()));
+  }
+  std::unique_ptr<SchedulerCore> core(new SchedulerCore(std::move(options)));
+  HERD_ASSIGN_OR_RETURN(core->db_, StateDb::Open(core->options_.state_dir));
+  HERD_RETURN_IF_ERROR(core->Load());
+  core->detector_ = std::thread([c = core.get()] { c->DetectorLoop(); });
+  return core;
+}
+
+absl::Status SchedulerCore::Load() {
+  HERD_ASSIGN_OR_RETURN(StateDb::Contents contents, db_->Load());
+  std::lock_guard<std::mutex> lock(mu_);
+  next_node_id_ = contents.next_node_id;
+  // Nodes alive at the crash get a whole timeout from now to reconnect: the scheduler cannot
+  // tell how long it was down, and running processes keep their node ids across its restart.
+  const auto now = Clock::now();
+  for (auto& [name, status] : contents.jobs) {
+    Job job;
+    job.status = std::move(status);
+    job.worker_seen.assign(static_cast<size_t>(job.status.workers_size()), now);
+    job.server_seen.assign(static_cast<size_t>(job.status.servers_size()), now);
+    for (int i = 0; i < job.status.workers_size(); ++i) {
+      const auto& m = job.status.workers(i);
+      if (m.node_id() != 0) nodes_[m.node_id()] = {name, herd::v1::ROLE_WORKER, i};
+      next_node_id_ = std::max(next_node_id_, m.node_id() + 1);
+    }
+    for (int i = 0; i < job.status.servers_size(); ++i) {
+      const auto& m = job.status.servers(i);
+      if (m.node_id() != 0) nodes_[m.node_id()] = {name, herd::v1::ROLE_SERVER, i};
+      next_node_id_ = std::max(next_node_id_, m.node_id() + 1);
+    }
+    if (auto kv = contents.kv.find(name); kv != contents.kv.end()) job.kv = std::move(kv->second);
+    jobs_.emplace(name, std::move(job));
+  }
+  if (!jobs_.empty()) {
+    Log().info("scheduler: resumed {} job(s) from {}", jobs_.size(), options_.state_dir);
+  }
+  return absl::OkStatus();
+}
+
+SchedulerCore::~SchedulerCore() {
+  Shutdown();
+  if (detector_.joinable()) detector_.join();
+}
+
+void SchedulerCore::Shutdown() {
+  std::lock_guard<std::mutex> lock(mu_);
+  shutdown_ = true;
+  changed_.notify_all();
+}
+
+void SchedulerCore::DetectorLoop() {
+  // A tenth of the timeout: a death is noticed at most 10% after the deadline passes.
+  const auto period = std::max<std::chrono::milliseconds>(options_.heartbeat_timeout / 10,
+                                                          std::chrono::milliseconds(5));
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!shutdown_) {
+    changed_.wait_for(lock, period);
+    if (shutdown_) break;
+    lock.unlock();
+    DetectFailures();
+    lock.lock();
+  }
+}
+
+void SchedulerCore::WaitChanged(std::unique_lock<std::mutex>& lock, Deadline deadline) {
+  const auto slice =
+      std::min<std::chrono::nanoseconds>(deadline.remaining(), std::chrono::seconds(1));
+  changed_.wait_for(lock, slice);
+}
+
+absl::StatusOr<SchedulerCore::Job*> SchedulerCore::FindJob(std::string_view name) {
+  auto it = jobs_.find(name);
+  if (it == jobs_.end()) {
+    return absl::NotFoundError(
+        absl::StrFormat("job '%s' does not exist; `herd job list` shows the jobs", name));
+  }
+  return &it->second;
+}
+
+absl::StatusOr<SchedulerCore::Job*> SchedulerCore::FindActiveJob(std::string_view name,
+                                                                 std::string_view action) {
+  HERD_ASSIGN_OR_RETURN(Job * job, FindJob(name));
+  if (job->status.state() == herd::v1::JOB_CANCELLED) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "cannot %s: job '%s' was cancelled (%s)", action, name, job->status.cancel_reason()));
+  }
+  return job;
+}
+
+absl::StatusOr<herd::v1::Member*> SchedulerCore::FindLiveMember(Job& job, uint64_t node_id,
+                                                                std::string_view action,
+                                                                NodeRef* ref) {
+  const std::string& name = job.status.spec().name();
+  auto it = nodes_.find(node_id);
+  if (node_id == 0 || it == nodes_.end() || it->second.job != name) {
+    return absl::NotFoundError(absl::StrFormat(
+        "cannot %s: node id %d is not registered in job '%s'; register the node first", action,
+        node_id, name));
+  }
+  *ref = it->second;
+  auto* slots = ref->role == herd::v1::ROLE_WORKER ? job.status.mutable_workers()
+                                                   : job.status.mutable_servers();
+  herd::v1::Member* m = slots->Mutable(ref->slot);
+  if (m->node_id() != node_id) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "cannot %s: node id %d of job '%s' was declared dead and its slot taken by %s; register "
+        "again",
+        action, node_id, name, DescribeMember(ref->role, *m)));
+  }
+  if (!m->alive()) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "cannot %s: %s of job '%s' was declared dead (no heartbeat within %d ms); register again "
+        "with the same name to take its place back",
+        action, DescribeMember(ref->role, *m), name, options_.heartbeat_timeout.count()));
+  }
+  return m;
+}
+
+absl::Status SchedulerCore::CheckEpoch(const Job& job, uint64_t epoch, std::string_view action) {
+  const uint64_t current = job.status.epoch();
+  if (epoch == 0 || epoch == current) return absl::OkStatus();
+  if (epoch < current) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "cannot %s: epoch %d of job '%s' is stale, the current epoch is %d (%s); fetch the new "
+        "plan",
+        action, epoch, job.status.spec().name(), current, job.status.epoch_reason()));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrFormat("cannot %s: epoch %d of job '%s' does not exist yet (the current one is %d)",
+                      action, epoch, job.status.spec().name(), current));
+}
+
+void SchedulerCore::AdvanceEpoch(JobStatus& next, std::string reason) {
+  if (next.state() != herd::v1::JOB_CANCELLED) {
+    bool all_alive = true;
+    for (const auto& m : next.workers()) all_alive &= m.alive();
+    for (const auto& m : next.servers()) all_alive &= m.alive();
+    const bool started =
+        next.state() == herd::v1::JOB_RUNNING || next.state() == herd::v1::JOB_DEGRADED;
+    next.set_state(all_alive ? herd::v1::JOB_RUNNING
+                             : (started ? herd::v1::JOB_DEGRADED : herd::v1::JOB_PENDING));
+  }
+  // The new epoch begins after the last iteration every live worker finished: the iteration in
+  // flight when membership changed is run again with the new membership.
+  int64_t low = INT64_MAX;
+  for (const auto& p : next.progress()) {
+    if (p.rank() < next.workers_size() && next.workers(p.rank()).alive()) {
+      low = std::min(low, p.iteration());
+    }
+  }
+  if (low != INT64_MAX) next.set_completed_iteration(std::max(next.completed_iteration(), low));
+  next.set_epoch(next.epoch() + 1);
+  next.set_epoch_start_iteration(
+      std::max(next.epoch_start_iteration(), next.completed_iteration() + 1));
+  next.set_epoch_reason(std::move(reason));
+}
+
+absl::Status SchedulerCore::Commit(Job& job, JobStatus next, uint64_t next_node_id, bool sync) {
+  HERD_RETURN_IF_ERROR(db_->PutJob(next, next_node_id, sync));
+  const bool new_epoch = next.epoch() != job.status.epoch();
+  job.status = std::move(next);
+  if (new_epoch) {
+    job.barriers.clear();
+    Log().info("scheduler: job '{}' epoch {} ({}, from iteration {}): {}", job.status.spec().name(),
+               job.status.epoch(), JobStateName(job.status.state()),
+               job.status.epoch_start_iteration(), job.status.epoch_reason());
+  }
+  changed_.notify_all();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<JobStatus> SchedulerCore::SubmitJob(const herd::v1::JobSpec& in) {
+  HERD_ASSIGN_OR_RETURN(herd::v1::JobSpec spec, NormalizeJobSpec(in));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = jobs_.find(spec.name()); it != jobs_.end()) {
+    return absl::AlreadyExistsError(
+        absl::StrFormat("job '%s' already exists (state %s); choose another name", spec.name(),
+                        JobStateName(it->second.status.state())));
+  }
+  JobStatus status;
+  *status.mutable_spec() = spec;
+  status.set_state(herd::v1::JOB_PENDING);
+  status.set_epoch(1);
+  status.set_epoch_start_iteration(0);
+  status.set_epoch_reason("submitted");
+  status.set_completed_iteration(-1);
+  status.set_issued_iteration(-1);
+  status.set_submitted_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+  for (int r = 0; r < spec.workers(); ++r) {
+    status.add_workers()->set_rank(r);
+    auto* p = status.add_progress();
+    p->set_rank(r);
+    p->set_iteration(-1);
+  }
+  for (int s = 0; s < spec.servers(); ++s) status.add_servers()->set_rank(s);
+  auto* first = status.add_schedule();
+  first->set_from_iteration(0);
+  *first->mutable_mode() = spec.mode();
+  HERD_RETURN_IF_ERROR(db_->PutJob(status, next_node_id_, /*sync=*/true));
+  Job job;
+  job.status = status;
+  job.worker_seen.assign(static_cast<size_t>(spec.workers()), Clock::now());
+  job.server_seen.assign(static_cast<size_t>(spec.servers()), Clock::now());
+  jobs_.emplace(spec.name(), std::move(job));
+  Log().info("scheduler: job '{}' submitted: mode {}, {} workers, {} servers, {} tensors",
+             spec.name(), spec.mode().mode(), spec.workers(), spec.servers(), spec.tensors_size());
+  changed_.notify_all();
+  return status;
+}
+
+absl::StatusOr<JobStatus> SchedulerCore::GetJob(std::string_view name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  HERD_ASSIGN_OR_RETURN(Job * job, FindJob(name));
+  return job->status;
+}
+
+std::vector<JobStatus> SchedulerCore::ListJobs() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<JobStatus> out;
+  for (const auto& [name, job] : jobs_) out.push_back(job.status);
+  return out;
+}
+
+absl::StatusOr<JobStatus> SchedulerCore::SetMode(const herd::v1::SetModeRequest& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(req.job(), "switch the mode"));
+  HERD_ASSIGN_OR_RETURN(herd::v1::ModeSpec mode, NormalizeMode(req.mode(), job->status.spec()));
+  // A switch takes effect at an iteration boundary no worker has crossed yet: every worker
+  // then sees the new mode in the plan of that iteration, never in the middle of one.
+  const int64_t earliest =
+      std::max({job->status.issued_iteration(), job->status.completed_iteration(),
+                job->status.epoch_start_iteration() - 1}) +
+      1;
+  const int64_t from = req.has_from_iteration() ? req.from_iteration() : earliest;
+  if (from < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--from-iteration must be >= 0, got %d", from));
+  }
+  if (from < earliest) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "cannot switch job '%s' to '%s' from iteration %d: workers have already begun iteration "
+        "%d; use --from-iteration %d or later",
+        req.job(), mode.mode(), from, earliest - 1, earliest));
+  }
+  JobStatus next = job->status;
+  // A new switch replaces the switches scheduled at or after its iteration.
+  auto* schedule = next.mutable_schedule();
+  schedule->erase(std::remove_if(schedule->begin(), schedule->end(),
+                                 [&](const herd::v1::ModeSwitch& s) {
+                                   return s.from_iteration() >= from && s.from_iteration() > 0;
+                                 }),
+                  schedule->end());
+  if (from == 0 && !schedule->empty() && schedule->Get(0).from_iteration() == 0) {
+    *schedule->Mutable(0)->mutable_mode() = mode;
+  } else {
+    auto* sw = schedule->Add();
+    sw->set_from_iteration(from);
+    *sw->mutable_mode() = mode;
+  }
+  AdvanceEpoch(next, absl::StrFormat("mode switch to '%s' from iteration %d", mode.mode(), from));
+  HERD_RETURN_IF_ERROR(Commit(*job, std::move(next), next_node_id_, /*sync=*/true));
+  return job->status;
+}
+
+absl::StatusOr<JobStatus> SchedulerCore::CancelJob(std::string_view name, std::string_view reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(name, "cancel the job"));
+  JobStatus next = job->status;
+  next.set_state(herd::v1::JOB_CANCELLED);
+  next.set_cancel_reason(reason.empty() ? std::string("cancelled by the operator")
+                                        : std::string(reason));
+  AdvanceEpoch(next, absl::StrFormat("cancelled: %s", next.cancel_reason()));
+  HERD_RETURN_IF_ERROR(Commit(*job, std::move(next), next_node_id_, /*sync=*/true));
+  // The bootstrap data of a cancelled job is of no further use.
+  if (auto st = db_->DeleteKvOfJob(name); !st.ok()) {
+    Log().warn("scheduler: {}", std::string(st.message()));
+  }
+  job->kv.clear();
+  return job->status;
+}
+
+}  // namespace herd::scheduler

@@ -1,0 +1,146 @@
+#pragma once
+// The scheduler's logic, without gRPC: jobs, membership, failure detection, epochs, plans,
+// barriers and the bootstrap store of each job, persisted in a StateDb. The gRPC service
+// (service.h) is a thin edge over this class; the unit tests drive it directly.
+//
+// Threading: every public method may be called from any thread. One mutex guards the state;
+// the blocking calls (Barrier, WaitForEpoch, StoreGet) wait on a condition variable with a
+// deadline. A background thread declares nodes dead when their heartbeats stop.
+//
+// Errors: every method validates its request first and changes nothing when it fails.
+// INVALID_ARGUMENT (malformed), NOT_FOUND (unknown job or node), ALREADY_EXISTS (duplicate
+// name), FAILED_PRECONDITION (stale epoch, iteration from the past, dead node, cancelled
+// job, a mode the job cannot run), DEADLINE_EXCEEDED (a wait ran out), UNAVAILABLE (the epoch
+// changed during a barrier; the scheduler is shutting down).
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "common/deadline.h"
+#include "herd/v1/scheduler.pb.h"
+#include "scheduler/state_db.h"
+
+namespace herd::scheduler {
+
+struct SchedulerOptions {
+  std::string state_dir;  // RocksDB directory (created if missing)
+  // A node whose last heartbeat is older than this is declared dead.
+  std::chrono::milliseconds heartbeat_timeout{10000};
+};
+
+class SchedulerCore {
+ public:
+  // Opens the state in options.state_dir and resumes every job in it. Nodes that were alive
+  // get one full heartbeat timeout from now to reconnect before they are declared dead.
+  static absl::StatusOr<std::unique_ptr<SchedulerCore>> Open(SchedulerOptions options);
+  ~SchedulerCore();  // Shutdown() and joins the failure detector
+
+  // Wakes every blocked call with UNAVAILABLE; later blocking calls fail at once.
+  void Shutdown();
+
+  // Membership (membership.cc).
+  absl::StatusOr<herd::v1::RegisterNodeResponse> RegisterNode(
+      const herd::v1::RegisterNodeRequest& req);
+  absl::StatusOr<herd::v1::HeartbeatResponse> Heartbeat(const herd::v1::HeartbeatRequest& req);
+  // One pass of the failure detector (the background thread runs it every timeout/10).
+  void DetectFailures();
+
+  // Jobs.
+  absl::StatusOr<herd::v1::JobStatus> SubmitJob(const herd::v1::JobSpec& spec);
+  absl::StatusOr<herd::v1::JobStatus> GetJob(std::string_view name);
+  std::vector<herd::v1::JobStatus> ListJobs();
+  absl::StatusOr<herd::v1::JobStatus> SetMode(const herd::v1::SetModeRequest& req);
+  absl::StatusOr<herd::v1::JobStatus> CancelJob(std::string_view name, std::string_view reason);
+
+  // Plans, progress and synchronisation (sync.cc).
+  absl::StatusOr<herd::v1::Plan> GetPlan(const herd::v1::GetPlanRequest& req);
+  // Waits until the job's epoch exceeds `after_epoch` and returns the plan of the new epoch's
+  // first iteration; std::nullopt when the deadline passes first. A cancelled job answers
+  // with its last plan at once (its epoch was bumped by the cancellation).
+  absl::StatusOr<std::optional<herd::v1::Plan>> WaitForEpoch(std::string_view job,
+                                                             uint64_t after_epoch,
+                                                             Deadline deadline);
+  absl::StatusOr<herd::v1::BarrierResponse> Barrier(const herd::v1::BarrierRequest& req,
+                                                    Deadline deadline);
+  absl::StatusOr<herd::v1::ReportIterationResponse> ReportIteration(
+      const herd::v1::ReportIterationRequest& req);
+  absl::Status StoreSet(std::string_view job, std::string_view key, std::string_view value);
+  absl::StatusOr<std::string> StoreGet(std::string_view job, std::string_view key,
+                                       Deadline deadline);
+
+  std::chrono::milliseconds heartbeat_timeout() const { return options_.heartbeat_timeout; }
+
+ private:
+  // Where a node sits: its job, role and slot.
+  struct NodeRef {
+    std::string job;
+    herd::v1::Role role = herd::v1::ROLE_UNSPECIFIED;
+    int slot = 0;
+  };
+  struct BarrierState {
+    std::set<uint64_t> arrived;
+    uint64_t generation = 0;  // bumped at each release, so a name can be reused
+  };
+  struct Job {
+    herd::v1::JobStatus status;
+    std::vector<Clock::time_point> worker_seen, server_seen;  // last heartbeat, by slot
+    std::map<std::string, BarrierState> barriers;             // by name (current epoch)
+    std::map<std::string, std::string> kv;                    // bootstrap store
+  };
+
+  explicit SchedulerCore(SchedulerOptions options);
+  absl::Status Load();
+  void DetectorLoop();
+
+  absl::StatusOr<Job*> FindJob(std::string_view name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The live-job lookup of every call that acts on a job: NOT_FOUND, or FAILED_PRECONDITION
+  // for a cancelled job.
+  absl::StatusOr<Job*> FindActiveJob(std::string_view name, std::string_view action)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The member `node_id` of `job`: NOT_FOUND when unknown, FAILED_PRECONDITION when dead.
+  absl::StatusOr<herd::v1::Member*> FindLiveMember(Job& job, uint64_t node_id,
+                                                   std::string_view action, NodeRef* ref)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stale or future epochs (0 means "current").
+  static absl::Status CheckEpoch(const Job& job, uint64_t epoch, std::string_view action);
+
+  // Starts a new epoch on `next` (a copy of a job's status): recomputes the job state and
+  // the completed iteration and sets the epoch's first iteration to the one after it.
+  static void AdvanceEpoch(herd::v1::JobStatus& next, std::string reason);
+  // Persists `next` and only then installs it, so a failed write changes nothing. When the
+  // epoch changed, clears the barriers; wakes every waiter.
+  absl::Status Commit(Job& job, herd::v1::JobStatus next, uint64_t next_node_id, bool sync)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits on changed_ until notified or the deadline, in slices of at most a second (an
+  // infinite deadline must not overflow the clock arithmetic of wait_until).
+  void WaitChanged(std::unique_lock<std::mutex>& lock, Deadline deadline);
+
+  const SchedulerOptions options_;
+  std::unique_ptr<StateDb> db_;
+
+  std::mutex mu_;
+  std::condition_variable changed_;  // any epoch, barrier or store change
+  bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+  std::map<std::string, Job, std::less<>> jobs_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, NodeRef> nodes_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_node_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::thread detector_;
+};
+
+// Names used in messages: "worker 'w3' (rank 3)", "server 's0' (shard 0)".
+std::string DescribeMember(herd::v1::Role role, const herd::v1::Member& m);
+std::string_view JobStateName(herd::v1::JobState state);
+
+}  // namespace herd::scheduler

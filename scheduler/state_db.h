@@ -1,0 +1,50 @@
+#pragma once
+// The scheduler's durable state in RocksDB (one database under --state DIR):
+//   job/<name>        -> herd.v1.JobStatus (spec, membership, epoch, mode schedule, progress)
+//   kv/<job>/<key>    -> a bootstrap-store value of the job
+//   meta/next_node_id -> the next node id to hand out (decimal)
+// Writes go through the write-ahead log, so a scheduler killed with SIGKILL loses nothing it
+// acknowledged; `sync` writes also survive a machine crash. Not thread-safe: the Scheduler
+// serialises calls under its mutex.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "herd/v1/scheduler.pb.h"
+
+namespace rocksdb {
+class DB;
+}
+
+namespace herd::scheduler {
+
+class StateDb {
+ public:
+  // Opens (creating if missing) the database in `dir`. FAILED_PRECONDITION when another
+  // process holds it (RocksDB's lock), with the directory named.
+  static absl::StatusOr<std::unique_ptr<StateDb>> Open(const std::string& dir);
+  ~StateDb();
+
+  struct Contents {
+    std::map<std::string, herd::v1::JobStatus> jobs;
+    std::map<std::string, std::map<std::string, std::string>> kv;  // job -> key -> value
+    uint64_t next_node_id = 1;
+  };
+  // Reads everything. DATA_LOSS names a record that does not parse.
+  absl::StatusOr<Contents> Load();
+
+  // Writes the job (and, when non-zero, the node-id counter) in one atomic batch.
+  absl::Status PutJob(const herd::v1::JobStatus& job, uint64_t next_node_id, bool sync);
+  absl::Status PutKv(std::string_view job, std::string_view key, std::string_view value);
+  absl::Status DeleteKvOfJob(std::string_view job);
+
+ private:
+  StateDb(std::unique_ptr<rocksdb::DB> db, std::string dir);
+  std::unique_ptr<rocksdb::DB> db_;
+  std::string dir_;
+};
+
+}  // namespace herd::scheduler

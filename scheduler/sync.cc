@@ -1,0 +1,215 @@
+// SchedulerCore: plans, iteration progress, barriers and the bootstrap store — the calls a
+// running job makes every iteration or epoch.
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/status.h"
+#include "scheduler/plan_builder.h"
+#include "scheduler/scheduler_core.h"
+
+namespace herd::scheduler {
+namespace {
+
+constexpr size_t kMaxKeyBytes = 1024;
+constexpr size_t kMaxValueBytes = 1 << 20;
+
+absl::Status ShuttingDown(std::string_view action) {
+  return absl::UnavailableError(absl::StrFormat(
+      "cannot %s: the scheduler is shutting down; retry against its successor", action));
+}
+
+}  // namespace
+
+absl::StatusOr<herd::v1::Plan> SchedulerCore::GetPlan(const herd::v1::GetPlanRequest& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(req.job(), "plan an iteration"));
+  if (req.iteration() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("iteration must be >= 0, got %d", req.iteration()));
+  }
+  HERD_RETURN_IF_ERROR(CheckEpoch(*job, req.epoch(), "plan an iteration"));
+  if (req.iteration() < job->status.epoch_start_iteration()) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "iteration %d of job '%s' is before the current epoch %d, which begins at iteration %d "
+        "(%s); plans of earlier epochs are no longer served",
+        req.iteration(), req.job(), job->status.epoch(), job->status.epoch_start_iteration(),
+        job->status.epoch_reason()));
+  }
+  if (req.node_id() != 0) {
+    NodeRef ref;
+    HERD_ASSIGN_OR_RETURN(herd::v1::Member * m,
+                          FindLiveMember(*job, req.node_id(), "plan an iteration", &ref));
+    (void)m;
+    // A worker fetching the plan of an iteration begins it: a mode switch must come later.
+    if (ref.role == herd::v1::ROLE_WORKER && req.iteration() > job->status.issued_iteration()) {
+      herd::v1::JobStatus next = job->status;
+      next.set_issued_iteration(req.iteration());
+      HERD_RETURN_IF_ERROR(Commit(*job, std::move(next), next_node_id_, /*sync=*/false));
+    }
+  }
+  return BuildPlan(job->status, req.iteration());
+}
+
+absl::StatusOr<std::optional<herd::v1::Plan>> SchedulerCore::WaitForEpoch(std::string_view name,
+                                                                          uint64_t after_epoch,
+                                                                          Deadline deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  HERD_ASSIGN_OR_RETURN(Job * job, FindJob(name));
+  while (true) {
+    if (shutdown_) return ShuttingDown("watch the plan");
+    const auto& s = job->status;
+    if (s.epoch() > after_epoch) {
+      herd::v1::Plan plan = BuildPlan(s, s.epoch_start_iteration());
+      plan.set_job_cancelled(s.state() == herd::v1::JOB_CANCELLED);
+      return plan;
+    }
+    if (deadline.expired()) return std::optional<herd::v1::Plan>();
+    WaitChanged(lock, deadline);
+  }
+}
+
+absl::StatusOr<herd::v1::BarrierResponse> SchedulerCore::Barrier(
+    const herd::v1::BarrierRequest& req, Deadline deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (req.name().empty() || req.name().size() > kMaxKeyBytes) {
+    return absl::InvalidArgumentError(absl::StrFormat("barrier name must have 1-%d bytes, got %d",
+                                                      kMaxKeyBytes, req.name().size()));
+  }
+  HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(req.job(), "enter a barrier"));
+  NodeRef ref;
+  HERD_ASSIGN_OR_RETURN(herd::v1::Member * me,
+                        FindLiveMember(*job, req.node_id(), "enter a barrier", &ref));
+  const std::string who = DescribeMember(ref.role, *me);
+  HERD_RETURN_IF_ERROR(CheckEpoch(*job, req.epoch(), "enter a barrier"));
+  // Workers and servers synchronise separately: a barrier waits for the live processes of the
+  // caller's role.
+  const bool worker = ref.role == herd::v1::ROLE_WORKER;
+  const std::string key = absl::StrFormat("%s/%s", worker ? "worker" : "server", req.name());
+  const uint64_t epoch = job->status.epoch();
+  auto live = [&] {
+    std::vector<const herd::v1::Member*> out;
+    for (const auto& m : worker ? job->status.workers() : job->status.servers()) {
+      if (m.alive()) out.push_back(&m);
+    }
+    return out;
+  };
+  BarrierState& b = job->barriers[key];
+  const uint64_t generation = b.generation;
+  b.arrived.insert(req.node_id());
+  const int expected = static_cast<int>(live().size());
+  if (static_cast<int>(b.arrived.size()) >= expected) {
+    b.arrived.clear();
+    ++b.generation;
+    changed_.notify_all();
+    herd::v1::BarrierResponse resp;
+    resp.set_epoch(epoch);
+    resp.set_arrived(expected);
+    return resp;
+  }
+  while (true) {
+    WaitChanged(lock, deadline);
+    if (shutdown_) return ShuttingDown("wait at a barrier");
+    if (job->status.state() == herd::v1::JOB_CANCELLED) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "job '%s' was cancelled while %s waited at barrier '%s'", req.job(), who, req.name()));
+    }
+    if (job->status.epoch() != epoch) {
+      return absl::UnavailableError(absl::StrFormat(
+          "job '%s' moved from epoch %d to %d while %s waited at barrier '%s' (%s); fetch the new "
+          "plan and retry",
+          req.job(), epoch, job->status.epoch(), who, req.name(), job->status.epoch_reason()));
+    }
+    BarrierState& now = job->barriers[key];
+    if (now.generation != generation) {
+      herd::v1::BarrierResponse resp;
+      resp.set_epoch(epoch);
+      resp.set_arrived(expected);
+      return resp;
+    }
+    if (deadline.expired()) {
+      std::vector<std::string> missing;
+      for (const auto* m : live()) {
+        if (!now.arrived.contains(m->node_id())) missing.push_back(DescribeMember(ref.role, *m));
+      }
+      now.arrived.erase(req.node_id());
+      return absl::DeadlineExceededError(
+          absl::StrFormat("barrier '%s' of job '%s': %s gave up waiting for %s", req.name(),
+                          req.job(), who, absl::StrJoin(missing, ", ")));
+    }
+  }
+}
+
+absl::StatusOr<herd::v1::ReportIterationResponse> SchedulerCore::ReportIteration(
+    const herd::v1::ReportIterationRequest& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(req.job(), "report an iteration"));
+  NodeRef ref;
+  HERD_ASSIGN_OR_RETURN(herd::v1::Member * me,
+                        FindLiveMember(*job, req.node_id(), "report an iteration", &ref));
+  if (ref.role != herd::v1::ROLE_WORKER) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s of job '%s' reports an iteration; only workers do",
+                        DescribeMember(ref.role, *me), req.job()));
+  }
+  HERD_RETURN_IF_ERROR(CheckEpoch(*job, req.epoch(), "report an iteration"));
+  if (req.iteration() < job->status.epoch_start_iteration()) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s reports iteration %d of job '%s', before the current epoch %d, which begins at "
+        "iteration %d; fetch the new plan",
+        DescribeMember(ref.role, *me), req.iteration(), req.job(), job->status.epoch(),
+        job->status.epoch_start_iteration()));
+  }
+  herd::v1::JobStatus next = job->status;
+  auto* p = next.mutable_progress(ref.slot);
+  p->set_iteration(req.iteration());
+  *p->mutable_stats() = req.stats();
+  next.set_issued_iteration(std::max(next.issued_iteration(), req.iteration()));
+  int64_t low = INT64_MAX;
+  for (const auto& q : next.progress()) {
+    if (next.workers(q.rank()).alive()) low = std::min(low, q.iteration());
+  }
+  if (low != INT64_MAX) next.set_completed_iteration(std::max(next.completed_iteration(), low));
+  HERD_RETURN_IF_ERROR(Commit(*job, std::move(next), next_node_id_, /*sync=*/false));
+  herd::v1::ReportIterationResponse resp;
+  resp.set_epoch(job->status.epoch());
+  resp.set_completed_iteration(job->status.completed_iteration());
+  return resp;
+}
+
+absl::Status SchedulerCore::StoreSet(std::string_view name, std::string_view key,
+                                     std::string_view value) {
+  if (key.empty() || key.size() > kMaxKeyBytes || value.size() > kMaxValueBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("store key '%s': keys have 1-%d bytes and values at most %d bytes (got %d)",
+                        key, kMaxKeyBytes, kMaxValueBytes, value.size()));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(name, "set a store key"));
+  if (job->kv.contains(std::string(key))) {
+    return absl::AlreadyExistsError(
+        absl::StrFormat("store key '%s' of job '%s' is already set", key, name));
+  }
+  HERD_RETURN_IF_ERROR(db_->PutKv(name, key, value));
+  job->kv.emplace(std::string(key), std::string(value));
+  changed_.notify_all();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> SchedulerCore::StoreGet(std::string_view name, std::string_view key,
+                                                    Deadline deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    if (shutdown_) return ShuttingDown("read a store key");
+    HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(name, "read a store key"));
+    if (auto it = job->kv.find(std::string(key)); it != job->kv.end()) return it->second;
+    if (deadline.expired()) {
+      return absl::DeadlineExceededError(
+          absl::StrFormat("store key '%s' of job '%s' was not set before the deadline", key, name));
+    }
+    WaitChanged(lock, deadline);
+  }
+}
+
+}  // namespace herd::scheduler

@@ -1,0 +1,136 @@
+// JobSpec and mode validation (scheduler/job_spec.h).
+
+#include "scheduler/job_spec.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/unit/scheduler/test_jobs.h"
+
+namespace herd::scheduler {
+namespace {
+
+using testing::ExampleSpec;
+
+std::string Message(const absl::Status& st) { return std::string(st.message()); }
+
+TEST(JobSpec, ExampleIsValidAndGetsDefaults) {
+  auto spec = NormalizeJobSpec(ExampleSpec());
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->mode().topology(), "random");
+  EXPECT_EQ(spec->chunk_bytes(), 1 << 20);
+  EXPECT_EQ(spec->optimizer().name(), "sgd");
+  EXPECT_GT(spec->optimizer().learning_rate(), 0);
+  EXPECT_EQ(spec->tensors(1).dtype(), "fp32") << "dtype names are canonical";
+}
+
+TEST(JobSpec, RejectsEachBadField) {
+  struct Case {
+    const char* what;
+    void (*edit)(herd::v1::JobSpec&);
+    const char* needle;
+  };
+  const Case cases[] = {
+      {"zero workers", [](herd::v1::JobSpec& s) { s.set_workers(0); }, "workers"},
+      {"negative servers", [](herd::v1::JobSpec& s) { s.set_servers(-1); }, "servers"},
+      {"bad name", [](herd::v1::JobSpec& s) { s.set_name("Bad Name"); }, "job name"},
+      {"empty name", [](herd::v1::JobSpec& s) { s.set_name(""); }, "job name"},
+      {"unknown mode", [](herd::v1::JobSpec& s) { s.mutable_mode()->set_mode("warp"); },
+       "unknown mode 'warp'"},
+      {"no mode", [](herd::v1::JobSpec& s) { s.clear_mode(); }, "no mode"},
+      {"unknown topology", [](herd::v1::JobSpec& s) { s.mutable_mode()->set_topology("star"); },
+       "topology"},
+      {"param of another mode", [](herd::v1::JobSpec& s) { s.mutable_mode()->set_teams(2); },
+       "'teams' does not apply"},
+      {"no tensors", [](herd::v1::JobSpec& s) { s.clear_tensors(); }, "no tensors"},
+      {"duplicate tensor",
+       [](herd::v1::JobSpec& s) { s.mutable_tensors(1)->set_name("fc1.weight"); }, "appears twice"},
+      {"zero dimension", [](herd::v1::JobSpec& s) { s.mutable_tensors(0)->set_shape(1, 0); },
+       "dimension 0"},
+      {"unknown dtype", [](herd::v1::JobSpec& s) { s.mutable_tensors(0)->set_dtype("fp8"); },
+       "dtype 'fp8'"},
+      {"unnamed tensor", [](herd::v1::JobSpec& s) { s.mutable_tensors(0)->clear_name(); },
+       "no name"},
+      {"integer tensor for averaging",
+       [](herd::v1::JobSpec& s) { s.mutable_tensors(0)->set_dtype("int32"); }, "floating"},
+      {"ps mode without servers",
+       [](herd::v1::JobSpec& s) {
+         s.set_servers(0);
+         s.mutable_mode()->Clear();
+         s.mutable_mode()->set_mode("ps_sync");
+       },
+       "needs parameter servers"},
+      {"teams not dividing workers",
+       [](herd::v1::JobSpec& s) {
+         s.mutable_mode()->Clear();
+         s.mutable_mode()->set_mode("sparse");
+         s.mutable_mode()->set_teams(4);
+       },
+       "divisible by 4"},
+      {"density out of range",
+       [](herd::v1::JobSpec& s) {
+         s.mutable_mode()->Clear();
+         s.mutable_mode()->set_mode("topk_allgather");
+         s.mutable_mode()->set_density(1.5);
+       },
+       "density"},
+      {"unknown optimizer", [](herd::v1::JobSpec& s) { s.mutable_optimizer()->set_name("lion"); },
+       "optimizer 'lion'"},
+      {"negative learning rate",
+       [](herd::v1::JobSpec& s) { s.mutable_optimizer()->set_learning_rate(-1); }, "learning_rate"},
+  };
+  for (const auto& c : cases) {
+    herd::v1::JobSpec spec = ExampleSpec();
+    c.edit(spec);
+    auto got = NormalizeJobSpec(spec);
+    ASSERT_FALSE(got.ok()) << c.what;
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument) << c.what;
+    EXPECT_NE(Message(got.status()).find(c.needle), std::string::npos)
+        << c.what << ": " << got.status();
+  }
+}
+
+TEST(JobSpec, ModeCompatibilityIsAPrecondition) {
+  auto spec = NormalizeJobSpec(ExampleSpec("j", 6, 0));
+  ASSERT_TRUE(spec.ok());
+  herd::v1::ModeSpec ps;
+  ps.set_mode("ps_async");
+  auto got = NormalizeMode(ps, *spec);
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kFailedPrecondition) << got.status();
+  herd::v1::ModeSpec bad;
+  bad.set_mode("nope");
+  EXPECT_EQ(NormalizeMode(bad, *spec).status().code(), absl::StatusCode::kInvalidArgument);
+
+  // Integer tensors can be all-reduced but not averaged with peers.
+  auto ints = ExampleSpec();
+  ints.mutable_mode()->Clear();
+  ints.mutable_mode()->set_mode("allreduce");
+  ints.mutable_tensors(0)->set_dtype("int64");
+  auto ok = NormalizeJobSpec(ints);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  herd::v1::ModeSpec dec;
+  dec.set_mode("decentralized");
+  EXPECT_EQ(NormalizeMode(dec, *ok).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(JobSpec, DefaultsPerMode) {
+  auto spec = NormalizeJobSpec(ExampleSpec());
+  ASSERT_TRUE(spec.ok());
+  herd::v1::ModeSpec m;
+  m.set_mode("ps_async");
+  auto got = NormalizeMode(m, *spec);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(got->has_staleness());
+  EXPECT_EQ(got->staleness(), 4);
+  m.set_staleness(0);  // zero is a valid bound, not "unset"
+  EXPECT_EQ(NormalizeMode(m, *spec)->staleness(), 0);
+  herd::v1::ModeSpec lp;
+  lp.set_mode("lp");
+  EXPECT_EQ(NormalizeMode(lp, *spec)->block_bytes(), 1 << 20);
+  herd::v1::ModeSpec sparse;
+  sparse.set_mode("sparse");
+  EXPECT_EQ(NormalizeMode(sparse, *spec)->teams(), 1);
+  EXPECT_DOUBLE_EQ(NormalizeMode(sparse, *spec)->density(), 0.01);
+}
+
+}  // namespace
+}  // namespace herd::scheduler

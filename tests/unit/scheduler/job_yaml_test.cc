@@ -1,0 +1,75 @@
+// The YAML JobSpec format of `herd job submit` (scheduler/client/job_yaml.h).
+
+#include "scheduler/client/job_yaml.h"
+
+#include <gtest/gtest.h>
+
+#include "scheduler/job_spec.h"
+
+namespace herd::scheduler {
+namespace {
+
+constexpr char kExample[] = R"(# the example of docs/scheduler.md
+name: j1
+mode: decentralized
+topology: random
+workers: 6
+servers: 2
+seed: 7
+optimizer: {name: momentum, learning_rate: 0.1}
+tensors:
+  - {name: fc1.weight, shape: [128, 784], dtype: fp32}
+  - name: fc1.bias
+    shape: [128]
+    dtype: fp32
+)";
+
+TEST(JobYaml, ParsesTheExample) {
+  auto spec = ParseJobSpecYaml(kExample);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->name(), "j1");
+  EXPECT_EQ(spec->mode().mode(), "decentralized");
+  EXPECT_EQ(spec->mode().topology(), "random");
+  EXPECT_EQ(spec->workers(), 6);
+  EXPECT_EQ(spec->servers(), 2);
+  EXPECT_EQ(spec->seed(), 7u);
+  EXPECT_EQ(spec->optimizer().name(), "momentum");
+  EXPECT_DOUBLE_EQ(spec->optimizer().learning_rate(), 0.1);
+  ASSERT_EQ(spec->tensors_size(), 2);
+  EXPECT_EQ(spec->tensors(0).shape_size(), 2);
+  EXPECT_EQ(spec->tensors(0).shape(1), 784);
+  EXPECT_EQ(spec->tensors(1).name(), "fc1.bias");
+  EXPECT_TRUE(NormalizeJobSpec(*spec).ok());
+}
+
+TEST(JobYaml, ErrorsNameTheLine) {
+  struct Case {
+    const char* text;
+    const char* needle;
+  };
+  const Case cases[] = {
+      {"name: j1\nworkers: six\n", "line 2"},
+      {"name: j1\nwrokers: 6\n", "unknown field 'wrokers'"},
+      {"name: j1\ntensors:\n  - {name: a, shape: 5, dtype: fp32}\n", "list of dimensions"},
+      {"name: j1\ntensors:\n  - {name: a, size: [5], dtype: fp32}\n", "unknown tensor field"},
+      {"name: [j1\n", "not valid YAML"},
+      {"- a\n- b\n", "map of fields"},
+      {"name: j1\nname: j2\n", "appears twice"},
+  };
+  for (const auto& c : cases) {
+    auto spec = ParseJobSpecYaml(c.text);
+    ASSERT_FALSE(spec.ok()) << c.text;
+    EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(std::string(spec.status().message()).find(c.needle), std::string::npos)
+        << c.text << " -> " << spec.status();
+  }
+}
+
+TEST(JobYaml, MissingFileIsAClearError) {
+  auto spec = LoadJobSpecFile("/nonexistent/job.yaml");
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(spec.status().message()).find("/nonexistent/job.yaml"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace herd::scheduler
