@@ -61,13 +61,13 @@ std::string PlanJson(const Plan& p) {
   for (const auto& l : p.peers()) peers.push_back(IntList(l.ranks()));
   for (const auto& t : p.teams()) teams.push_back(IntList(t.ranks()));
   for (const auto& s : p.shards()) {
-    shards.push_back(absl::StrFormat(
-        R"({"tensor":%d,"chunk":%d,"offset":%d,"count":%d,"server":%d})", s.tensor(), s.chunk(),
-        s.offset(), s.count(), s.server()));
+    shards.push_back(
+        absl::StrFormat(R"({"tensor":%d,"chunk":%d,"offset":%d,"count":%d,"server":%d})",
+                        s.tensor(), s.chunk(), s.offset(), s.count(), s.server()));
   }
   for (const auto& w : p.workers()) {
-    workers.push_back(absl::StrFormat(R"({"rank":%d,"name":%s,"address":%s,"alive":%s})",
-                                      w.rank(), Quote(w.name()), Quote(w.address()),
+    workers.push_back(absl::StrFormat(R"({"rank":%d,"name":%s,"address":%s,"alive":%s})", w.rank(),
+                                      Quote(w.name()), Quote(w.address()),
                                       w.alive() ? "true" : "false"));
   }
   return absl::StrFormat(
@@ -90,8 +90,9 @@ void PrintPlan(const Plan& p) {
   if (p.mode().mode() == "decentralized" || p.mode().mode() == "decentralized_lp") {
     std::printf("peers\n");
     for (int r = 0; r < p.peers_size(); ++r) {
-      std::printf("  rank %d: %s\n", r,
-                  p.peers(r).ranks().empty() ? "-" : absl::StrJoin(p.peers(r).ranks(), ", ").c_str());
+      std::printf(
+          "  rank %d: %s\n", r,
+          p.peers(r).ranks().empty() ? "-" : absl::StrJoin(p.peers(r).ranks(), ", ").c_str());
     }
   }
   for (int t = 0; t < p.teams_size(); ++t) {
@@ -238,11 +239,11 @@ class JobCommand : public Command {
       for (const auto& j : jobs->jobs()) {
         int alive = 0;
         for (const auto& m : j.workers()) alive += m.alive();
-        const auto& mode = j.schedule().empty() ? j.spec().mode()
-                                                : j.schedule(j.schedule_size() - 1).mode();
+        const auto& mode =
+            j.schedule().empty() ? j.spec().mode() : j.schedule(j.schedule_size() - 1).mode();
         std::printf("%-20s %-10s %-28s %3d/%-3d %7d %6llu %9lld\n", j.spec().name().c_str(),
-                    std::string(scheduler::JobStateName(j.state())).c_str(),
-                    ModeText(mode).c_str(), alive, j.spec().workers(), j.spec().servers(),
+                    std::string(scheduler::JobStateName(j.state())).c_str(), ModeText(mode).c_str(),
+                    alive, j.spec().workers(), j.spec().servers(),
                     static_cast<unsigned long long>(j.epoch()),
                     static_cast<long long>(j.completed_iteration()));
       }

@@ -40,8 +40,10 @@ class SchedulerCommand : public Command {
   int Run() override {
     absl::Duration timeout;
     if (!absl::ParseDuration(heartbeat_timeout_, &timeout) || timeout < absl::Milliseconds(1)) {
-      std::fprintf(stderr, "herd scheduler: --heartbeat-timeout '%s' is not a duration >= 1ms "
-                           "(write e.g. 10s or 500ms)\n", heartbeat_timeout_.c_str());
+      std::fprintf(stderr,
+                   "herd scheduler: --heartbeat-timeout '%s' is not a duration >= 1ms "
+                   "(write e.g. 10s or 500ms)\n",
+                   heartbeat_timeout_.c_str());
       return kExitUsage;
     }
     if (!token_file_.empty()) {
@@ -57,8 +59,7 @@ class SchedulerCommand : public Command {
     sigaddset(&stop, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
-    auto core = scheduler::SchedulerCore::Open(
-        {state_dir_, absl::ToChronoMilliseconds(timeout)});
+    auto core = scheduler::SchedulerCore::Open({state_dir_, absl::ToChronoMilliseconds(timeout)});
     if (!core.ok()) return Fail(core.status());
     auto server = scheduler::SchedulerServer::Start(core->get(), server_);
     if (!server.ok()) return Fail(server.status());
@@ -69,8 +70,8 @@ class SchedulerCommand : public Command {
       std::error_code ec;
       std::filesystem::rename(tmp, port_file_, ec);
       if (ec) {
-        return Fail(absl::InternalError("cannot write --port-file " + port_file_ + ": " +
-                                        ec.message()));
+        return Fail(
+            absl::InternalError("cannot write --port-file " + port_file_ + ": " + ec.message()));
       }
     }
     int sig = 0;

@@ -10,8 +10,8 @@
 // Errors: every method validates its request first and changes nothing when it fails.
 // INVALID_ARGUMENT (malformed), NOT_FOUND (unknown job or node), ALREADY_EXISTS (duplicate
 // name), FAILED_PRECONDITION (stale epoch, iteration from the past, dead node, cancelled
-// job, a mode the job cannot run), DEADLINE_EXCEEDED (a wait ran out), UNAVAILABLE (the epoch
-// changed during a barrier; the scheduler is shutting down).
+// job, a mode the job cannot run), DEADLINE_EXCEEDED (a wait ran out), ABORTED (the epoch changed
+// during a barrier), UNAVAILABLE (the scheduler is shutting down).
 
 #include <chrono>
 #include <condition_variable>

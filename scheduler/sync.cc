@@ -116,7 +116,8 @@ absl::StatusOr<herd::v1::BarrierResponse> SchedulerCore::Barrier(
           "job '%s' was cancelled while %s waited at barrier '%s'", req.job(), who, req.name()));
     }
     if (job->status.epoch() != epoch) {
-      return absl::UnavailableError(absl::StrFormat(
+      // ABORTED, not UNAVAILABLE: a blind retry would enter the barrier of the new epoch.
+      return absl::AbortedError(absl::StrFormat(
           "job '%s' moved from epoch %d to %d while %s waited at barrier '%s' (%s); fetch the new "
           "plan and retry",
           req.job(), epoch, job->status.epoch(), who, req.name(), job->status.epoch_reason()));

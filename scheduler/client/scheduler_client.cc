@@ -77,7 +77,9 @@ class GrpcSchedulerClient final : public SchedulerClient {
   }
   absl::StatusOr<herd::v1::BarrierResponse> Barrier(const herd::v1::BarrierRequest& req,
                                                     Deadline deadline) override {
-    return Unary<herd::v1::BarrierResponse>(req, &Stub::Barrier, "Barrier", deadline);
+    herd::v1::BarrierRequest bounded = req;
+    if (bounded.timeout_ms() <= 0) bounded.set_timeout_ms(WaitMs(deadline));
+    return Unary<herd::v1::BarrierResponse>(bounded, &Stub::Barrier, "Barrier", deadline);
   }
   absl::StatusOr<herd::v1::ReportIterationResponse> ReportIteration(
       const herd::v1::ReportIterationRequest& req) override {
@@ -96,6 +98,7 @@ class GrpcSchedulerClient final : public SchedulerClient {
     herd::v1::StoreGetRequest req;
     req.set_job(job);
     req.set_key(key);
+    req.set_timeout_ms(WaitMs(deadline));
     auto resp = Unary<herd::v1::StoreGetResponse>(req, &Stub::StoreGet, "StoreGet", deadline);
     if (!resp.ok()) return resp.status();
     return std::move(*resp->mutable_value());
@@ -106,7 +109,9 @@ class GrpcSchedulerClient final : public SchedulerClient {
     grpc::ClientContext ctx;
     Prepare(ctx, Deadline::After(options_.call_timeout));
     grpc::GenericStub generic(channel_);
-    grpc::ByteBuffer request;  // empty message: service ""
+    // The empty message (service ""); a ByteBuffer without a slice is not a valid message.
+    grpc::Slice empty(std::string{});
+    grpc::ByteBuffer request(&empty, 1);
     grpc::ByteBuffer response;
     std::mutex mu;
     std::condition_variable cv;
@@ -136,6 +141,14 @@ class GrpcSchedulerClient final : public SchedulerClient {
 
  private:
   using Stub = herd::v1::Scheduler::Stub;
+
+  // The wait the server is asked for: the deadline's remaining time, at least 1 ms (0 would
+  // mean "the call's deadline", which is set a little later on purpose).
+  static int64_t WaitMs(Deadline deadline) {
+    if (deadline.infinite()) return 0;
+    return std::max<int64_t>(
+        1, std::chrono::duration_cast<std::chrono::milliseconds>(deadline.remaining()).count());
+  }
 
   void Prepare(grpc::ClientContext& ctx, Deadline deadline) const {
     if (!options_.token.empty()) ctx.AddMetadata("authorization", "Bearer " + options_.token);
@@ -198,6 +211,13 @@ absl::StatusOr<std::unique_ptr<SchedulerClient>> SchedulerClient::Connect(
   // Reconnect quickly after a scheduler restart instead of backing off for up to two minutes.
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  // A call that meets a connection broken by a scheduler restart fails with UNAVAILABLE
+  // without having run; retry those (about 1.5 s in all) so a restart is ridden out. The
+  // scheduler's own UNAVAILABLE means "shutting down": retrying reaches its successor.
+  args.SetServiceConfigJSON(R"({"methodConfig": [{
+      "name": [{"service": "herd.v1.Scheduler"}],
+      "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.1s", "maxBackoff": "1s",
+                      "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]})");
   auto channel = grpc::CreateCustomChannel(options.address, creds, args);
   return std::unique_ptr<SchedulerClient>(new GrpcSchedulerClient(options, std::move(channel)));
 }

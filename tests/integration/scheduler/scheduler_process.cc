@@ -1,0 +1,93 @@
+#include "tests/integration/scheduler/scheduler_process.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace herd::scheduler::testing {
+namespace {
+
+std::string ShellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
+void SchedulerProcess::Start(const std::string& state_dir, int port,
+                             std::vector<std::string> extra) {
+  Stop(SIGKILL);
+  std::filesystem::create_directories(state_dir);
+  const std::string port_file = state_dir + ".port";
+  log_path_ = state_dir + ".log";
+  std::filesystem::remove(port_file);
+  std::vector<std::string> args = {
+      HERD_BINARY, "scheduler", "--listen",    "127.0.0.1:" + std::to_string(port),
+      "--state",   state_dir,   "--port-file", port_file};
+  args.insert(args.end(), extra.begin(), extra.end());
+  pid_ = fork();
+  ASSERT_GE(pid_, 0) << "fork failed";
+  if (pid_ == 0) {
+    FILE* log = std::fopen(log_path_.c_str(), "a");
+    if (log != nullptr) {
+      dup2(fileno(log), 1);
+      dup2(fileno(log), 2);
+    }
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < give_up) {
+    std::ifstream in(port_file);
+    if (in >> port_ && port_ > 0) return;
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      FAIL() << "herd scheduler exited at start: " << log();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  FAIL() << "herd scheduler did not start serving within 10 s: " << log();
+}
+
+void SchedulerProcess::Stop(int sig) {
+  if (pid_ <= 0) return;
+  kill(pid_, sig);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+std::string SchedulerProcess::log() const {
+  std::ifstream in(log_path_);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+CliResult RunHerd(const std::vector<std::string>& args) {
+  std::string cmd = ShellQuote(HERD_BINARY);
+  for (const auto& a : args) cmd += " " + ShellQuote(a);
+  cmd += " 2>&1";
+  CliResult result;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return result;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) result.out.append(buf, n);
+  const int status = pclose(p);
+  result.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+}  // namespace herd::scheduler::testing

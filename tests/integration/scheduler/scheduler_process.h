@@ -1,0 +1,40 @@
+#pragma once
+// Runs the real `herd scheduler` binary (HERD_BINARY, set by CMake) as a child process on
+// 127.0.0.1, and `herd job ...` commands, for the integration tests.
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace herd::scheduler::testing {
+
+class SchedulerProcess {
+ public:
+  // Starts `herd scheduler --state state_dir --listen 127.0.0.1:port` (port 0: a free one)
+  // plus `extra` flags, and waits (up to 10 s) until it serves. Fails the test otherwise.
+  void Start(const std::string& state_dir, int port, std::vector<std::string> extra = {});
+  // Sends `sig` and reaps the process.
+  void Stop(int sig = SIGTERM);
+  ~SchedulerProcess() { Stop(SIGKILL); }
+
+  int port() const { return port_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string log() const;  // what the process wrote on stdout and stderr
+
+ private:
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::string log_path_;
+};
+
+struct CliResult {
+  int rc = -1;
+  std::string out;  // stdout and stderr together
+};
+// Runs `herd <args>` (arguments shell-quoted) and captures its output.
+CliResult RunHerd(const std::vector<std::string>& args);
+
+}  // namespace herd::scheduler::testing
