@@ -143,7 +143,8 @@ TEST(SchedulerCore, DeadNodeBumpsTheEpochAndComesBackToItsRank) {
   beat.join();
   ASSERT_TRUE(plan.ok()) << plan.status();
   ASSERT_TRUE(plan->has_value());
-  EXPECT_LT(waited, 300ms + 300ms) << "heard within one heartbeat period of the timeout";
+  // Timeout 300 ms + detection within 30 ms; the rest is slack for a loaded 2-core machine.
+  EXPECT_LT(waited, 300ms + 400ms) << "heard soon after the timeout";
   EXPECT_EQ((*plan)->ranks_size(), 2);
   EXPECT_EQ((*plan)->peers(1).ranks_size(), 0) << "the dead rank has no peers";
   auto job = core->GetJob("j1");
