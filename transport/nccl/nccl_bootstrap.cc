@@ -101,6 +101,7 @@ absl::StatusOr<ncclComm_t> InitComm(int rank, int size, const ncclUniqueId& id, 
     }
     backoff.Wait(deadline);
   }
+  // NCCL allows aborting a non-blocking init that is still running; it stops its threads.
   if (comm != nullptr) ncclCommAbort(comm);
   return s;
 }
@@ -139,6 +140,8 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateNcclCommunicator(int rank, i
   if (store == nullptr) {
     return absl::InvalidArgumentError(absl::StrFormat("%s: the store is null", context));
   }
+  // Before the store: a rank without a device must fail now, not after waiting for an id it
+  // could never use.
   std::string why;
   if (!NcclUsable(&why)) {
     return absl::FailedPreconditionError(absl::StrFormat("%s: %s", context, why));
@@ -170,6 +173,17 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateNcclCommunicator(int rank, i
     return nccl::WithContext(context, s);
   }
   return std::make_unique<nccl::NcclCommunicator>(rank, size, device, *comm, stream);
+}
+
+// Lives here, beside the other entry points, because only this backend's communicators can
+// flush; the fallback build answers UNIMPLEMENTED.
+absl::Status FlushNccl(Communicator& comm, Deadline deadline) {
+  auto* nccl_comm = dynamic_cast<nccl::NcclCommunicator*>(&comm);
+  if (nccl_comm == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("FlushNccl needs an NCCL communicator, got a %s one", comm.backend()));
+  }
+  return nccl_comm->Flush(deadline);
 }
 
 }  // namespace herd::transport

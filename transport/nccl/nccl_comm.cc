@@ -144,6 +144,35 @@ absl::Status NcclCommunicator::WaitUntilDone(NcclRequest& r, Deadline deadline) 
   }
 }
 
+// Like WaitUntilDone without a request: progress until nothing is queued or enqueuing. A flush
+// that times out does not abort, because nothing it started is lost or blocked for good.
+absl::Status NcclCommunicator::Flush(Deadline deadline) {
+  HERD_RETURN_IF_ERROR(SelectDevice());
+  PollBackoff backoff;
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!aborted_.ok()) return aborted_;
+      absl::Status s = ProgressLocked(/*launch_queued=*/true);
+      if (!s.ok()) {
+        absl::Status err =
+            WithContext(absl::StrFormat("NCCL flush on rank %d of %d", rank_, size_), s);
+        AbortLocked(err);
+        return err;
+      }
+      if (queued_.empty() && enqueuing_.empty()) return absl::OkStatus();
+      if (deadline.expired()) {
+        // Nothing is lost: the operations stay in flight and a later wait() finishes them.
+        return absl::DeadlineExceededError(absl::StrFormat(
+            "NCCL flush on rank %d of %d: NCCL was still enqueuing at the deadline (a peer that "
+            "has not launched its matching operations yet?)",
+            rank_, size_));
+      }
+    }
+    backoff.Wait(deadline);
+  }
+}
+
 absl::Status NcclCommunicator::abort(absl::Status why) {
   SelectDevice().IgnoreError();  // ncclCommAbort and the drain work from any device as well
   std::lock_guard<std::mutex> lock(mu_);
@@ -156,6 +185,8 @@ absl::Status NcclCommunicator::status() const {
   return aborted_;
 }
 
+// Called by every poll. The async-error check doubles as the "is NCCL done enqueuing" test:
+// a non-blocking communicator reports ncclInProgress until its background enqueue finished.
 absl::Status NcclCommunicator::ProgressLocked(bool launch_queued) {
   if (comm_ == nullptr) return aborted_;
   ncclResult_t async = ncclSuccess;
@@ -305,6 +336,8 @@ absl::Status NcclCommunicator::FinalizeLocked(std::chrono::milliseconds timeout)
   return absl::OkStatus();
 }
 
+// Bounded, unlike cudaStreamSynchronize: a kernel that abort failed to stop must not hang the
+// caller, and teardown goes on (with a warning) after the timeout.
 void NcclCommunicator::DrainStream(std::chrono::milliseconds timeout) {
   const Deadline deadline = Deadline::After(timeout);
   PollBackoff backoff;

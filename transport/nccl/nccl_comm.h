@@ -73,6 +73,9 @@ class NcclCommunicator final : public Communicator, public NativeCollectives {
   absl::Status abort(absl::Status why) override;
   absl::Status status() const override;
 
+  // See FlushNccl (nccl_communicator.h).
+  absl::Status Flush(Deadline deadline);
+
   absl::Status ReduceScatter(void* data, size_t count, DType dtype, ReduceOp op,
                              Deadline deadline) override;
   absl::Status AllGather(void* data, size_t count, DType dtype, Deadline deadline) override;

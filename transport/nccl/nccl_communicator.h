@@ -10,15 +10,20 @@
 //  - Tags are ignored. Every rank must post its sends and receives with each peer in the same
 //    order, and the sizes of a matching send and receive must be equal (received() is always
 //    the full buffer). A mismatch is not detected: it hangs until the deadline or corrupts data.
-//  - isend/irecv only queue the operation. The first wait() launches everything queued so far in
-//    one ncclGroupStart/ncclGroupEnd, so a ring exchange (send right, receive left) posted on
-//    every rank before its first wait() cannot deadlock. A request that is never waited for is
-//    launched by the next wait() or native collective, or dropped when the communicator goes.
+//  - isend/irecv only queue the operation. The first wait() (or FlushNccl) launches everything
+//    queued so far in one ncclGroupStart/ncclGroupEnd, so a ring exchange (send right, receive
+//    left) posted on every rank before its first wait() cannot deadlock. A request that is never
+//    waited for is launched by the next wait(), flush or native collective, or dropped when the
+//    communicator goes.
 //  - A wait() that reaches its deadline aborts the communicator (ncclCommAbort) before it
 //    returns DEADLINE_EXCEEDED: a pending NCCL kernel blocks its stream, so nothing queued after
 //    it could ever run. Any failure of a CUDA or NCCL call aborts it as well.
 //  - Collectives (native()) and point-to-point operations share one CUDA stream: all ranks must
 //    issue them in the same order, and one thread at a time should issue collectives.
+//  - That stream does not wait for the caller's streams: a buffer must be ready when it is
+//    passed (the kernel or copy that fills it has completed, e.g. after cudaStreamSynchronize on
+//    its stream). When wait() or a collective returns OK, the result is in device memory and
+//    visible to any later work on any stream.
 //
 // Thread safety: all methods may be called from several threads (one mutex serialises the NCCL
 // calls, and each call selects the communicator's device for the calling thread).
@@ -54,5 +59,13 @@ bool NcclUsable(std::string* why);
 // NCCL), or the NCCL/CUDA error of the call that failed.
 absl::StatusOr<std::unique_ptr<Communicator>> CreateNcclCommunicator(
     int rank, int size, std::shared_ptr<Store> store, const NcclOptions& options = {});
+
+// Launches the operations `comm` (an NCCL communicator) has queued, in one group, and returns
+// once NCCL has put them on the GPU stream; they complete asynchronously (wait() for them). Use it
+// to start an exchange before host work it should overlap with.
+// Errors: INVALID_ARGUMENT for another backend's communicator, DEADLINE_EXCEEDED when NCCL was
+// still enqueuing at the deadline (the operations stay in flight), the abort status of an aborted
+// communicator, UNIMPLEMENTED without NCCL.
+absl::Status FlushNccl(Communicator& comm, Deadline deadline);
 
 }  // namespace herd::transport

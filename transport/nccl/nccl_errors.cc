@@ -11,6 +11,9 @@ absl::Status CudaStatus(std::string_view call, cudaError_t error) {
   cudaGetLastError();  // reset the non-sticky error this call left behind
   std::string msg = absl::StrFormat("%s failed: %s (%s)", call, cudaGetErrorName(error),
                                     cudaGetErrorString(error));
+  // The codes say what a caller can do: FAILED_PRECONDITION is about this machine (no device,
+  // old driver), RESOURCE_EXHAUSTED may pass with smaller buckets, INTERNAL is a bug or a GPU
+  // fault and leaves the context unusable.
   switch (error) {
     case cudaErrorNoDevice:
     case cudaErrorInsufficientDriver:
@@ -34,6 +37,8 @@ absl::Status NcclStatus(std::string_view call, ncclResult_t result, ncclComm_t c
     const char* last = ncclGetLastError(comm);
     if (last != nullptr && last[0] != '\0') msg += absl::StrFormat("; last NCCL error: %s", last);
   }
+  // ncclRemoteError and ncclSystemError are what a dead peer or a broken link look like from
+  // here: UNAVAILABLE, as the other backends report a lost peer.
   switch (result) {
     case ncclInvalidArgument:
       return absl::InvalidArgumentError(msg);
@@ -68,6 +73,8 @@ absl::StatusOr<ncclDataType_t> NcclType(DType dtype) {
       absl::StrFormat("unknown dtype %d for NCCL", static_cast<int>(dtype)));
 }
 
+// ncclAvg divides inside NCCL (for floats it may scale before summing); the host collectives
+// refuse avg on integers because the division would truncate, and so does this.
 absl::StatusOr<ncclRedOp_t> NcclOp(DType dtype, ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:

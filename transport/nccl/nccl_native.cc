@@ -133,6 +133,8 @@ absl::Status NcclCommunicator::AllReduce(void* data, size_t count, DType dtype, 
   return RunCollective(what, count * DTypeSize(dtype), deadline, nullptr, issue, nullptr);
 }
 
+// The collective is a request like the point-to-point ones (one event after it), so its wait
+// shares WaitUntilDone: the same deadline, async-error checks and abort.
 absl::Status NcclCommunicator::RunCollective(std::string what, size_t bytes, Deadline deadline,
                                              StreamWork before, Issue issue, StreamWork after) {
   HERD_RETURN_IF_ERROR(WithContext(what, SelectDevice()));

@@ -21,4 +21,6 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateNcclCommunicator(int, int,
   return absl::UnimplementedError(kNotBuilt);
 }
 
+absl::Status FlushNccl(Communicator&, Deadline) { return absl::UnimplementedError(kNotBuilt); }
+
 }  // namespace herd::transport

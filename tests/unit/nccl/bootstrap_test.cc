@@ -67,6 +67,8 @@ TEST(NcclBootstrapTest, SingleRankCommunicator) {
   EXPECT_TRUE((*comm)->status().ok());
 }
 
+// Two communicators on one key would join each other's NCCL clique: the second must be refused
+// with advice, and a fresh prefix must work.
 TEST(NcclBootstrapTest, ReusedPrefixIsRefused) {
   HERD_REQUIRE_GPUS(1);
   auto store = MakeInProcessStore();
@@ -81,6 +83,8 @@ TEST(NcclBootstrapTest, ReusedPrefixIsRefused) {
   EXPECT_TRUE(CreateNcclCommunicator(0, 1, store, fresh).ok());
 }
 
+// Another program (or a stale run) wrote the key: the id is checked, not copied blindly into
+// NCCL, which would then try to connect to whatever the bytes say.
 TEST(NcclBootstrapTest, MalformedIdInTheStoreIsRejected) {
   HERD_REQUIRE_GPUS(1);
   auto store = MakeInProcessStore();

@@ -26,6 +26,7 @@ TEST(NcclErrorsTest, NcclResultsKeepTheCallAndNcclsText) {
   EXPECT_EQ(NcclStatus("ncclSend", ncclInternalError).code(), absl::StatusCode::kInternal);
 }
 
+// cudaErrorInsufficientDriver is what this backend sees on a machine without a GPU driver.
 TEST(NcclErrorsTest, CudaErrorsNameTheCallAndTheError) {
   EXPECT_TRUE(CudaStatus("cudaMalloc", cudaSuccess).ok());
   absl::Status driver = CudaStatus("cudaGetDeviceCount", cudaErrorInsufficientDriver);

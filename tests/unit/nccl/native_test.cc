@@ -133,6 +133,8 @@ TEST(NcclNativeTest, RingAllReduceDelegatesToNccl) {
   EXPECT_TRUE(herd::testing::FirstError(statuses).ok()) << herd::testing::FirstError(statuses);
 }
 
+// Validation happens before anything is issued, so a bad call fails alone: the communicator is
+// not aborted and the next valid collective runs.
 TEST(NcclNativeTest, InvalidArgumentsLeaveTheCommunicatorUsable) {
   HERD_REQUIRE_GPUS(1);
   auto comm = CreateNcclCommunicator(0, 1, MakeInProcessStore());

@@ -39,6 +39,9 @@ DeviceBuffer::~DeviceBuffer() {
 absl::Status DeviceBuffer::Upload(const std::vector<std::byte>& host) {
   if (host.size() != bytes_) return absl::InvalidArgumentError("upload size mismatch");
   cudaError_t e = cudaMemcpy(data_, host.data(), bytes_, cudaMemcpyHostToDevice);
+  // From pageable memory cudaMemcpy may return before the DMA has landed, and the communicator's
+  // stream does not wait for the legacy default stream: finish the copy here.
+  if (e == cudaSuccess) e = cudaStreamSynchronize(cudaStreamLegacy);
   if (e != cudaSuccess) {
     return absl::InternalError(absl::StrFormat("cudaMemcpy H2D: %s", cudaGetErrorString(e)));
   }

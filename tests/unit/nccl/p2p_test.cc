@@ -1,6 +1,8 @@
 // Point-to-point over NCCL: sends and receives queued until the first wait, launched in one
 // group. P = 1 (send to self) needs one GPU; the ring needs two or more.
 
+#include <cuda_runtime_api.h>
+
 #include <cstring>
 #include <vector>
 
@@ -11,6 +13,7 @@
 #include "common/status.h"
 #include "tests/support/spawn.h"
 #include "tests/unit/nccl/nccl_test_util.h"
+#include "transport/loopback/loopback_communicator.h"
 #include "transport/native_collectives.h"
 #include "transport/store/store.h"
 
@@ -108,6 +111,33 @@ TEST(NcclP2pTest, QueuedRequestsRunBeforeACollective) {
   EXPECT_TRUE(herd::testing::FirstError(statuses).ok()) << herd::testing::FirstError(statuses);
 }
 
+TEST(NcclP2pTest, FlushLaunchesBeforeAnyWait) {
+  HERD_REQUIRE_GPUS(1);
+  auto comm = CreateNcclCommunicator(0, 1, MakeInProcessStore());
+  ASSERT_TRUE(comm.ok()) << comm.status();
+  constexpr size_t kBytes = 1 << 16;
+  DeviceBuffer out(kBytes), in(kBytes);
+  ASSERT_TRUE(out.Upload(Pattern(0, 5, kBytes)).ok());
+  ASSERT_TRUE(in.Upload(std::vector<std::byte>(kBytes)).ok());
+  Request send = (*comm)->isend(0, Tag{}, AsBytes(out.data(), kBytes));
+  Request recv = (*comm)->irecv(0, Tag{}, AsMutableBytes(in.data(), kBytes));
+  ASSERT_TRUE(FlushNccl(**comm, Deadline::After(kTimeout)).ok());
+  // The exchange is on the GPU without any wait(): once the device is idle the data is there.
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  auto got = in.Download();
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(*got == Pattern(0, 5, kBytes));
+  EXPECT_TRUE((*comm)->WaitAll({&send, &recv}, Deadline::After(kTimeout)).ok());
+}
+
+TEST(NcclP2pTest, FlushNeedsAnNcclCommunicator) {
+  auto comms = MakeLoopbackCommunicators(1);
+  absl::Status s = FlushNccl(*comms[0], Deadline::After(kTimeout));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("loopback"));
+}
+
+// The contract: isend/irecv never fail directly; the request carries the error to wait().
 TEST(NcclP2pTest, BadRequestsFailAtWait) {
   HERD_REQUIRE_GPUS(1);
   auto comm = CreateNcclCommunicator(0, 1, MakeInProcessStore());
@@ -127,6 +157,8 @@ TEST(NcclP2pTest, BadRequestsFailAtWait) {
   EXPECT_TRUE((*comm)->status().ok());
 }
 
+// abort() must wake a request NCCL would never complete (an unmatched receive from self), with
+// the caller's reason, and fail everything after it, collectives included.
 TEST(NcclP2pTest, AbortFailsPendingAndLaterRequests) {
   HERD_REQUIRE_GPUS(1);
   auto comm = CreateNcclCommunicator(0, 1, MakeInProcessStore());

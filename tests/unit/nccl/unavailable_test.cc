@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "transport/loopback/loopback_communicator.h"
 #include "transport/nccl/nccl_communicator.h"
 #include "transport/store/store.h"
 
@@ -23,6 +24,12 @@ TEST(NcclUnavailableTest, CreateReturnsUnimplemented) {
   ASSERT_FALSE(comm.ok());
   EXPECT_EQ(comm.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(std::string(comm.status().message()), HasSubstr("CUDA toolkit was not found"));
+}
+
+TEST(NcclUnavailableTest, FlushReturnsUnimplemented) {
+  auto comms = MakeLoopbackCommunicators(1);
+  EXPECT_EQ(FlushNccl(*comms[0], Deadline::After(std::chrono::seconds(1))).code(),
+            absl::StatusCode::kUnimplemented);
 }
 
 }  // namespace
