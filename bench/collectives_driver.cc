@@ -231,7 +231,7 @@ class Driver {
       std::fflush(stdout);
     } else {
       absl::FPrintF(
-          stderr, "  %-4s %-14s %-16s %6s  %s\n", result->impl, result->op, result->algo,
+          stderr, "  %-4s %-14s %-24s %7s  %s\n", result->impl, result->op, result->algo,
           FormatByteSize(result->requested_bytes),
           result->measured()
               ? absl::StrFormat("%10.1f us %8.3f GB/s%s", result->time_us, result->algbw_GBps(),

@@ -44,9 +44,9 @@ absl::StatusOr<std::vector<RankReport>> GatherReports(transport::Communicator& c
   HERD_RETURN_IF_ERROR(comm.WaitAll(absl::MakeSpan(recvs), deadline));
   for (size_t i = 0; i < recvs.size(); ++i) {
     if (recvs[i].received() != sizeof(RankReport)) {
-      return absl::DataLossError(absl::StrFormat(
-          "benchmark report from rank %u has %u bytes, expected %u (ranks from different builds?)",
-          i + 1, recvs[i].received(), sizeof(RankReport)));
+      return absl::DataLossError(
+          absl::StrFormat("benchmark report from rank %u arrived with %u bytes, expected %u", i + 1,
+                          recvs[i].received(), sizeof(RankReport)));
     }
   }
   return all;

@@ -1,6 +1,7 @@
 #include "bench/table.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "absl/strings/str_format.h"
@@ -12,6 +13,7 @@ namespace {
 
 struct Column {
   std::string impl, algo;
+  bool has_wait = false;  // herd's results carry the time blocked in the transport
   std::string Label() const { return impl == "herd" ? "herd " + algo : impl + " " + algo; }
 };
 
@@ -82,9 +84,16 @@ std::string OneTable(const std::string& op, const std::vector<const BenchResult*
 
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> head1 = {""}, head2 = {"size"};
+  for (const BenchResult* r : results) {
+    if (std::isfinite(r->wait_us)) columns[column_of(*r)].has_wait = true;
+  }
   for (const Column& c : columns) {
     head1.insert(head1.end(), {c.Label(), "", ""});
     head2.insert(head2.end(), {"time_us", "algbw", "busbw"});
+    if (c.has_wait) {
+      head1.push_back("");
+      head2.push_back("wait%");
+    }
   }
   for (size_t h : herd_cols) {
     for (size_t p : peer_cols) {
@@ -101,13 +110,16 @@ std::string OneTable(const std::string& op, const std::vector<const BenchResult*
     std::vector<std::string> row = {FormatByteSize(size)};
     for (size_t c = 0; c < columns.size(); ++c) {
       auto it = cells.find({size, c});
+      const size_t blanks = columns[c].has_wait ? 1 : 0;
       if (it == cells.end()) {
         row.insert(row.end(), {"-", "-", "-"});
+        row.insert(row.end(), blanks, "-");
         continue;
       }
       const BenchResult& r = *it->second;
       if (!r.measured()) {
         row.insert(row.end(), {"n/a", "", ""});
+        row.insert(row.end(), blanks, "");
         notes.push_back(
             absl::StrFormat("%s %s: %s", columns[c].Label(), FormatByteSize(size), r.detail));
         continue;
@@ -116,6 +128,11 @@ std::string OneTable(const std::string& op, const std::vector<const BenchResult*
       row.push_back(Time(r.time_us) + (failed ? "!" : ""));
       row.push_back(absl::StrFormat("%.3f", r.algbw_GBps()));
       row.push_back(absl::StrFormat("%.3f", r.busbw_GBps()));
+      if (columns[c].has_wait) {
+        row.push_back(std::isfinite(r.wait_us)
+                          ? absl::StrFormat("%.0f", 100.0 * r.wait_us / r.time_us)
+                          : std::string("-"));
+      }
       if (failed) notes.push_back(absl::StrFormat("CHECK FAILED: %s", r.detail));
     }
     for (size_t h : herd_cols) {

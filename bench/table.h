@@ -2,7 +2,9 @@
 // The human-readable output of `herd bench collectives`: one table per operation, a row per
 // requested size, for each implementation (herd's algorithms, then the peers) its time per
 // iteration in microseconds and its algorithm and bus bandwidths in GB/s (10^9 bytes/s), then
-// herd's algbw divided by each peer's ("herd/mpi 1.23x": herd is 23% faster).
+// herd's algbw divided by each peer's ("herd/mpi 1.23x": herd is 23% faster). herd's columns
+// add "wait%": the share of its time per iteration its ranks spent blocked in the transport's
+// wait() (mean over ranks); the rest is reductions, copies and posting requests.
 
 #include <string>
 #include <vector>
