@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "bench/json_line.h"
 #include "bench/process_group.h"
 #include "bench/result.h"
 #include "bench/sizes.h"
@@ -218,6 +219,9 @@ class Driver {
       std::fprintf(stderr, "[%s] %.*s\n", label.c_str(), static_cast<int>(line.size()),
                    line.data());
       return;
+    }
+    if (auto object = ParseJsonLine(line); object.ok() && object->count(kProgressKey)) {
+      return;  // a heartbeat: it already reset the silence watchdog
     }
     auto result = ParseResultLine(line);
     if (!result.ok()) {

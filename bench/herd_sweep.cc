@@ -116,7 +116,8 @@ class OpRunner {
 }  // namespace
 
 absl::Status RunHerdSweep(transport::Communicator& inner, const SweepSpec& spec,
-                          const std::function<void(const BenchResult&)>& emit) {
+                          const std::function<void(const BenchResult&)>& emit,
+                          const std::function<void(const std::string&)>& progress) {
   HERD_ASSIGN_OR_RETURN(HerdPlan plan, PlanHerdRuns(spec.ops, spec.algos));
   TimedCommunicator comm(inner);
   const int p = comm.size(), rank = comm.rank();
@@ -145,6 +146,16 @@ absl::Status RunHerdSweep(transport::Communicator& inner, const SweepSpec& spec,
       const std::string where = absl::StrFormat("herd %s %s %s (rank %d of %d)", BenchOpName(op),
                                                 algo_name, FormatByteSize(requested), rank, p);
       const OpRunner runner(comm, spec, op, algo, data.get(), out.get(), count);
+      // Rank 0's heartbeat: one clock read per iteration, a line at most once a second.
+      auto last_beat = Clock::now();
+      auto beat = [&](const char* phase, int done, int total) {
+        if (rank != 0 || !progress) return;
+        const auto now = Clock::now();
+        if (now - last_beat < std::chrono::seconds(1)) return;
+        last_beat = now;
+        progress(absl::StrFormat("%s %s %s: %s %d/%d", BenchOpName(op), algo_name,
+                                 FormatByteSize(requested), phase, done, total));
+      };
       const int iters = IterationsFor(spec, requested);
       const int warmup = WarmupFor(spec, requested);
       RankReport report;
@@ -162,14 +173,20 @@ absl::Status RunHerdSweep(transport::Communicator& inner, const SweepSpec& spec,
           report.expected = bad->expected;
         }
       }
-      for (int i = 0; i < warmup; ++i) HERD_RETURN_IF_ERROR(Annotate(runner.Run(), where));
+      for (int i = 0; i < warmup; ++i) {
+        HERD_RETURN_IF_ERROR(Annotate(runner.Run(), where));
+        beat("warm-up", i + 1, warmup);
+      }
 
       // Every rank starts its clock as it leaves the barrier; the slowest rank's time is the
       // operation's time.
       HERD_RETURN_IF_ERROR(Annotate(Barrier(comm, Deadline::After(spec.timeout)), where));
       comm.reset();
       const auto start = Clock::now();
-      for (int i = 0; i < iters; ++i) HERD_RETURN_IF_ERROR(Annotate(runner.Run(), where));
+      for (int i = 0; i < iters; ++i) {
+        HERD_RETURN_IF_ERROR(Annotate(runner.Run(), where));
+        beat("timed", i + 1, iters);
+      }
       const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
       report.seconds_per_iter = seconds / iters;
       report.waited_per_iter = comm.waited_seconds() / iters;

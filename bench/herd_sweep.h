@@ -23,7 +23,12 @@ namespace herd::bench {
 // Returns the first collective or transport error, prefixed with the measurement it broke
 // ("allreduce ring 64M: ..."); the communicator is aborted then. A check mismatch is not an
 // error: it is in the result (check "failed", detail naming the rank and the first bad index).
+//
+// `progress`, if set, is called on rank 0 at most about once a second while a measurement runs
+// (e.g. "allreduce ring 256M: 4/10 timed"), so a supervisor can tell a long measurement from a
+// hang.
 absl::Status RunHerdSweep(transport::Communicator& comm, const SweepSpec& spec,
-                          const std::function<void(const BenchResult&)>& emit);
+                          const std::function<void(const BenchResult&)>& emit,
+                          const std::function<void(const std::string&)>& progress = {});
 
 }  // namespace herd::bench

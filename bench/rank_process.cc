@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "bench/herd_sweep.h"
+#include "bench/json_line.h"
 #include "common/logging.h"
 #include "transport/store/store.h"
 #include "transport/ucx/ucx_communicator.h"
@@ -30,11 +31,18 @@ int RunRankProcess(const RankProcessOptions& o) {
   Log().debug("bench rank {}: UCX communicator of {} ranks up in {:.3f} s", o.rank, o.ranks,
               std::chrono::duration<double>(Clock::now() - start).count());
 
-  absl::Status st = RunHerdSweep(**comm, o.spec, [](const BenchResult& r) {
-    // One line per result, flushed at once: the driver's watchdog counts lines as progress.
-    std::printf("%s\n", ToJsonLine(r).c_str());
-    std::fflush(stdout);
-  });
+  // One line per result and per heartbeat, flushed at once: the driver's watchdog counts
+  // lines as signs of life.
+  absl::Status st = RunHerdSweep(
+      **comm, o.spec,
+      [](const BenchResult& r) {
+        std::printf("%s\n", ToJsonLine(r).c_str());
+        std::fflush(stdout);
+      },
+      [](const std::string& what) {
+        std::printf("%s\n", JsonLineWriter().Add(kProgressKey, what).str().c_str());
+        std::fflush(stdout);
+      });
   if (!st.ok()) return fail(st);
   return 0;
 }

@@ -18,6 +18,8 @@ namespace herd::bench {
 inline constexpr std::string_view kCheckOk = "ok";
 inline constexpr std::string_view kCheckFailed = "failed";
 inline constexpr std::string_view kCheckOff = "off";
+// A line {"progress": "..."} on a rank's stdout is a heartbeat, not a result.
+inline constexpr std::string_view kProgressKey = "progress";
 
 struct BenchResult {
   std::string impl;  // "herd", "mpi", "gloo"
