@@ -19,7 +19,9 @@ struct PeerRecord {
   std::string worker_address;  // opaque bytes from ucp_worker_get_address
 };
 
-// This process's host identity, as in PeerRecord::host.
+// This process's host identity, as in PeerRecord::host. HERD_UCX_HOST_ID, if set, replaces it:
+// processes of one machine with different values treat each other as remote (one endpoint with
+// peer error handling, no shared memory), which is how tests exercise the cross-host path.
 std::string LocalHostIdentity();
 
 std::string EncodePeerRecord(const PeerRecord& record);

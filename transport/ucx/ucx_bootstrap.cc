@@ -176,7 +176,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateUcxCommunicator(int rank, in
   auto key_of = [&](int r) { return absl::StrFormat("%s/ucx/%d", options.prefix, r); };
 
   ucx::WorkerConfig config;
-  config.copy_rendezvous = !options.same_host_zero_copy;
+  config.copy_through_fifo = !options.same_host_zero_copy;
   HERD_ASSIGN_OR_RETURN(std::unique_ptr<ucx::UcxWorker> worker, ucx::UcxWorker::Create(config));
 
   std::vector<ucx::PeerRecord> records(size);

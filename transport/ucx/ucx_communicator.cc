@@ -23,6 +23,11 @@ constexpr auto kSpinWindow = 50us;
 // Upper bound of one sleep on the event fd, so that UCX's timers (keepalive) still run and a
 // transport without wakeup support only costs latency, never a hang.
 constexpr auto kMaxSleep = 100ms;
+// A send can wait for room in the receiver's shared-memory FIFO, and UCX announces no event
+// when room appears: while sends are in flight, sleep in naps starting at this length
+// (doubling up to kMaxBackoff while nothing progresses) instead of until the next event. A
+// 1 MiB FIFO drains in about 200 us at memory speed, so the naps keep it from running dry.
+constexpr auto kSendNapMin = std::chrono::microseconds(25);
 // Empty wake-ups in a row after which wait() stops trusting the event fd, and the longest
 // plain sleep it then takes between progress calls.
 constexpr int kIdleWakesBeforeBackoff = 8;
@@ -97,17 +102,18 @@ bool UcxCommunicator::Refused(UcxRequest& r) {
   } else if (!aborted_.ok()) {
     FinishLocked(r, aborted_);
   } else if (!dead_[r.peer].ok()) {
-    FinishLocked(r, absl::UnavailableError(
-                        absl::StrFormat("%s: %s", r.Describe(), dead_[r.peer].message())));
+    FinishLocked(r, DeadPeerError(r));
   }
   return r.done.load(std::memory_order_relaxed);
 }
 
 void UcxCommunicator::Posted(const std::shared_ptr<UcxRequest>& r, ucs_status_ptr_t handle) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (UCS_PTR_IS_PTR(handle) && r->callback_ran) return;  // completed (and released) inline
   if (UCS_PTR_IS_PTR(handle)) {
     r->ucp_request = handle;
     inflight_.emplace(r.get(), r);
+    if (r->direction == Direction::kSend) sends_in_flight_.fetch_add(1, std::memory_order_release);
     posts_.fetch_add(1, std::memory_order_release);
     // A thread may be asleep on the event fd with the progress token; this operation may need
     // progress that no event will announce (e.g. a send queued behind a full FIFO).
@@ -122,6 +128,7 @@ void UcxCommunicator::Posted(const std::shared_ptr<UcxRequest>& r, ucs_status_pt
 
 void UcxCommunicator::OnUcxComplete(UcxRequest* r, void* ucp_request, ucs_status_t s,
                                     size_t length) {
+  r->callback_ran = true;
   r->ucp_request = nullptr;
   ucp_request_free(ucp_request);
   std::shared_ptr<UcxRequest> keep;  // released after mu_: it may hold the last reference
@@ -130,6 +137,7 @@ void UcxCommunicator::OnUcxComplete(UcxRequest* r, void* ucp_request, ucs_status
   if (it != inflight_.end()) {
     keep = std::move(it->second);
     inflight_.erase(it);
+    if (r->direction == Direction::kSend) sends_in_flight_.fetch_sub(1, std::memory_order_release);
   }
   // A request failed earlier (dead peer, abort) keeps that status.
   if (!r->done.load(std::memory_order_relaxed))
@@ -153,10 +161,7 @@ absl::Status UcxCommunicator::StatusFromUcx(const UcxRequest& r, ucs_status_t s,
                           r.Describe(), r.bytes, ucs_status_string(s)));
     case UCS_ERR_CANCELED:
       if (!aborted_.ok()) return aborted_;
-      if (!dead_[r.peer].ok()) {
-        return absl::UnavailableError(
-            absl::StrFormat("%s: %s", r.Describe(), dead_[r.peer].message()));
-      }
+      if (!dead_[r.peer].ok()) return DeadPeerError(r);
       return absl::CancelledError(absl::StrFormat("%s: cancelled by UCX", r.Describe()));
     case UCS_ERR_ENDPOINT_TIMEOUT:
     case UCS_ERR_CONNECTION_RESET:
@@ -165,19 +170,20 @@ absl::Status UcxCommunicator::StatusFromUcx(const UcxRequest& r, ucs_status_t s,
     case UCS_ERR_REJECTED:
     case UCS_ERR_IO_ERROR:
     case UCS_ERR_TIMED_OUT:
-      return absl::UnavailableError(absl::StrFormat("%s: rank %d is unreachable (UCX: %s)",
-                                                    r.Describe(), r.peer, ucs_status_string(s)));
+      return absl::UnavailableError(absl::StrFormat("%s: rank %d is unreachable (UCX: %s)%s",
+                                                    r.Describe(), r.peer, ucs_status_string(s),
+                                                    DeadPeersNote(r.peer)));
     default:
       return absl::InternalError(
           absl::StrFormat("%s failed: UCX %s", r.Describe(), ucs_status_string(s)));
   }
 }
 
-std::string UcxCommunicator::DeadPeersNote() const {
+std::string UcxCommunicator::DeadPeersNote(int except) const {
   std::string note;
   int listed = 0;
-  for (int p = 0; p < size_; ++p) {
-    if (dead_[p].ok()) continue;
+  for (int p : death_order_) {
+    if (p == except) continue;
     if (++listed > 4) {
       note += "; and more";
       break;
@@ -185,6 +191,11 @@ std::string UcxCommunicator::DeadPeersNote() const {
     note += absl::StrFormat("; note: %s", dead_[p].message());
   }
   return note;
+}
+
+absl::Status UcxCommunicator::DeadPeerError(const UcxRequest& r) {
+  return absl::UnavailableError(
+      absl::StrFormat("%s: %s%s", r.Describe(), dead_[r.peer].message(), DeadPeersNote(r.peer)));
 }
 
 absl::Status UcxCommunicator::DeadlineError(const UcxRequest& r) {
@@ -231,6 +242,8 @@ void UcxCommunicator::ProgressUntil(const UcxRequest& r, Deadline deadline) {
   // does not progress); then sleeping on it would spin, so back off with plain sleeps instead.
   int idle_wakes = 0;
   bool woke = false;
+  // Naps between progress calls while sends are in flight (see kSendNapMin).
+  auto nap = kSendNapMin;
   while (!r.done.load(std::memory_order_acquire) && !deadline.expired()) {
     const uint64_t posts_seen = posts_.load(std::memory_order_acquire);
     unsigned progressed;
@@ -243,6 +256,7 @@ void UcxCommunicator::ProgressUntil(const UcxRequest& r, Deadline deadline) {
     woke = false;
     if (progressed > 0) {
       last_busy = Clock::now();
+      nap = kSendNapMin;
       continue;
     }
     if (options_.busy_poll) continue;
@@ -260,8 +274,13 @@ void UcxCommunicator::ProgressUntil(const UcxRequest& r, Deadline deadline) {
       continue;  // new work was posted after our last progress call
     }
     if (s == UCS_OK && idle_wakes < kIdleWakesBeforeBackoff) {
+      Deadline until = deadline;
+      if (sends_in_flight_.load(std::memory_order_acquire) > 0) {
+        until = Deadline(std::min(deadline.at(), Clock::now() + nap));
+        nap = std::min<std::chrono::microseconds>(nap * 2, kMaxBackoff);
+      }
       // A wake-up by another thread's isend/irecv (ucp_worker_signal) is not an empty one.
-      woke = SleepOnFd(worker_->event_fd(), deadline) &&
+      woke = SleepOnFd(worker_->event_fd(), until) &&
              posts_.load(std::memory_order_acquire) == posts_seen;
     } else {
       // No wakeup support, or a storm of empty wake-ups: sleep without the fd, longer each
@@ -288,6 +307,7 @@ void UcxCommunicator::OnPeerFailed(int peer, ucs_status_t s) {
   dead_[peer] = absl::UnavailableError(
       absl::StrFormat("rank %d is unreachable (UCX reported '%s' on the endpoint to it)", peer,
                       ucs_status_string(s)));
+  death_order_.push_back(peer);
   Log().debug("ucx rank {}: peer rank {} failed: {}", rank_, peer, ucs_status_string(s));
   deaths_pending_.store(true, std::memory_order_release);
 }
@@ -304,8 +324,7 @@ void UcxCommunicator::HandleDeadPeers() {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [ptr, r] : inflight_) {
       if (r->done.load(std::memory_order_relaxed) || dead_[r->peer].ok()) continue;
-      FinishLocked(*r, absl::UnavailableError(
-                           absl::StrFormat("%s: %s", r->Describe(), dead_[r->peer].message())));
+      FinishLocked(*r, DeadPeerError(*r));
       if (r->direction == Direction::kRecv) to_cancel.push_back(r);
     }
   }
@@ -376,13 +395,44 @@ void UcxCommunicator::Shutdown(const absl::Status& why, bool graceful) {
   if (abandoned > 0) {
     Log().debug("ucx rank {}: {} transfers with dead or silent peers abandoned at shutdown", rank_,
                 abandoned);
+  } else if (graceful) {
+    // Only when no user buffer is still matched inside UCX: this progresses the worker.
+    DiscardUnexpected();
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
     inflight_.clear();
+    sends_in_flight_.store(0, std::memory_order_release);
   }
   shut_down_ = true;
   ucp_worker_signal(w);  // wake a progressor asleep on the event fd
+}
+
+void UcxCommunicator::DiscardUnexpected() {
+  ucp_worker_h w = worker_->worker();
+  const auto until = Clock::now() + kCloseTimeout;
+  std::vector<char> scratch;
+  int discarded = 0;
+  while (Clock::now() < until) {
+    ucp_tag_recv_info_t info{};
+    ucp_tag_message_h msg = ucp_tag_probe_nb(w, 0, 0, /*remove=*/1, &info);
+    if (msg == nullptr) {
+      if (ucp_worker_progress(w) == 0) break;
+      continue;
+    }
+    scratch.resize(std::max<size_t>(info.length, 1));
+    ucp_request_param_t param{};
+    ucs_status_ptr_t h = ucp_tag_msg_recv_nbx(w, scratch.data(), info.length, msg, &param);
+    while (UCS_PTR_IS_PTR(h) && ucp_request_check_status(h) == UCS_INPROGRESS &&
+           Clock::now() < until) {
+      ucp_worker_progress(w);
+    }
+    if (UCS_PTR_IS_PTR(h)) ucp_request_free(h);
+    ++discarded;
+  }
+  if (discarded > 0) {
+    Log().debug("ucx rank {}: discarded {} messages nobody received", rank_, discarded);
+  }
 }
 
 void UcxCommunicator::CloseEndpoints(bool graceful) {

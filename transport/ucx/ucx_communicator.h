@@ -10,11 +10,13 @@
 // sharing two cores do not starve each other. Several threads may wait at once: one of them
 // progresses the worker, the others sleep until their request completes.
 //
-// Failures: every peer is watched through an endpoint with UCP_ERR_HANDLING_MODE_PEER. When it
-// fails (the process died or its host is unreachable) that peer is marked dead: its pending
-// requests fail with UNAVAILABLE naming it, later ones fail at once, and deadline errors on
-// other peers mention it. See docs of UcxOptions::same_host_zero_copy for what UCX 1.13 allows
-// between processes of one host.
+// Failures: every peer is watched through an endpoint with UCP_ERR_HANDLING_MODE_PEER (for a
+// peer on the same host a second, data-less endpoint over TCP loopback, since UCX 1.13 gives
+// shared memory only to endpoints without it; see ucx_bootstrap.cc). When it fails (the
+// process died, or closed its communicator) that peer is marked dead: its pending requests fail
+// with UNAVAILABLE naming it, later ones fail at once, and errors on other peers mention it.
+// Without TCP (UCX_TLS excludes it) peers cannot be watched and a dead peer shows as deadline
+// errors.
 //
 // Scale: at most 65536 ranks (the rank field of the wire tag).
 
@@ -32,15 +34,18 @@ struct UcxOptions {
   std::string prefix = "herd";  // key prefix in the store, so several communicators can share one
   std::chrono::milliseconds bootstrap_timeout{std::chrono::seconds(60)};
 
-  // How large messages move between two processes of the same host.
-  //  false (default): UCX's rendezvous over the shared-memory FIFO (UCX_RNDV_SCHEME=am), one
-  //    copy on each side. A peer that dies mid-transfer costs this rank an UNAVAILABLE error.
-  //  true: UCX's default cross-memory-attach rendezvous (cma, one kernel copy, zero-copy for
-  //    the user buffers), faster for messages of megabytes. But UCX 1.13 cannot report a cma
-  //    failure on an endpoint without peer error handling, and shared memory is offered only on
-  //    such endpoints: if a peer dies while its memory is being copied, UCX aborts this process.
-  //    Use it where a crashed rank ends the whole job anyway.
-  // An explicit UCX_RNDV_SCHEME in the environment wins over both.
+  // How messages move between two processes of the same host.
+  //  false (default): as eager fragments through the receiver's shared-memory FIFO, copied in
+  //    by the sender and out by the receiver (no rendezvous: UCX_RNDV_THRESH=inf, 16 KiB
+  //    fragments). No process ever touches another's memory, so a peer that dies mid-transfer
+  //    costs this rank an UNAVAILABLE error and nothing else.
+  //  true: UCX's defaults, rendezvous by cross-memory attach (cma: one kernel copy straight
+  //    between the user buffers). But UCX 1.13 offers shared memory only on endpoints without
+  //    peer error handling, and aborts the process when a cma copy on such an endpoint fails:
+  //    a peer dying mid-transfer kills this process too (and its own peers in turn). Measured
+  //    on this machine it is not faster either (see tests/integration/ucx_bandwidth_test.cc).
+  // Both settings apply to the whole UCX context; explicit UCX_RNDV_THRESH / UCX_MM_SEG_SIZE
+  // in the environment win.
   bool same_host_zero_copy = false;
 
   // Spin on the worker without ever sleeping in wait(): the lowest latency when every rank has

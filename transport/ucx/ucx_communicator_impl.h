@@ -54,6 +54,10 @@ struct UcxRequest final : RequestState {
   // The UCX operation while UCX still owns it (it may outlive `done`: a receive failed because
   // its peer died is still matched inside UCX). Guarded by comm->worker_mu_.
   void* ucp_request = nullptr;
+  // UCX called the completion callback (guarded by comm->worker_mu_). In UCX 1.13 this can
+  // happen inside ucp_tag_send_nbx for a multi-fragment eager send that still returns a
+  // request pointer, already released by the callback.
+  bool callback_ran = false;
   ucp_tag_recv_info_t recv_info{};  // filled by UCX when a receive completes at once
 };
 
@@ -108,8 +112,14 @@ class UcxCommunicator final : public Communicator {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status StatusFromUcx(const UcxRequest& r, ucs_status_t s, size_t length)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // UNAVAILABLE for a request whose peer is dead; DEADLINE_EXCEEDED for one still in flight.
+  // Both mention the other dead peers: the rank that died first is often not the one a wait
+  // was blocked on.
+  absl::Status DeadPeerError(const UcxRequest& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status DeadlineError(const UcxRequest& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::string DeadPeersNote() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // "; note: rank 2 is unreachable (...)" for every dead peer other than `except`, in the
+  // order they failed.
+  std::string DeadPeersNote(int except = -1) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Progresses the worker (this thread holds the progress token) until `r` is done, the
   // deadline passes or the communicator is shut down.
@@ -124,6 +134,9 @@ class UcxCommunicator final : public Communicator {
   // Requires worker_mu_.
   void Shutdown(const absl::Status& why, bool graceful);
   void CloseEndpoints(bool graceful);
+  // Receives and drops messages no one posted a receive for, so that UCX does not report
+  // leaked buffers when the worker is destroyed. Requires worker_mu_.
+  void DiscardUnexpected();
 
   const int rank_;
   const int size_;
@@ -139,8 +152,10 @@ class UcxCommunicator final : public Communicator {
   std::condition_variable cv_;
   absl::Status aborted_ ABSL_GUARDED_BY(mu_);
   std::vector<absl::Status> dead_ ABSL_GUARDED_BY(mu_);  // per peer; OK while alive
+  std::vector<int> death_order_ ABSL_GUARDED_BY(mu_);    // dead peers, first failure first
   std::atomic<bool> deaths_pending_{false};  // set by OnPeerFailed, cleared by HandleDeadPeers
   std::atomic<uint64_t> posts_{0};           // operations handed to UCX, for the progressor
+  std::atomic<int> sends_in_flight_{0};      // sends in inflight_
   bool progressing_ ABSL_GUARDED_BY(mu_) = false;
   // Requests UCX still owns, kept alive until their callback (or the shutdown) releases them.
   std::unordered_map<UcxRequest*, std::shared_ptr<UcxRequest>> inflight_ ABSL_GUARDED_BY(mu_);

@@ -18,9 +18,9 @@ namespace herd::transport::ucx {
 absl::Status UcsError(absl::StatusCode code, ucs_status_t s, std::string_view what);
 
 struct WorkerConfig {
-  // Move same-host rendezvous data through active messages (shared-memory FIFO) instead of
-  // cross-memory attach; see UcxOptions::same_host_zero_copy for why.
-  bool copy_rendezvous = true;
+  // Move every message as eager fragments through the receiver's shared-memory FIFO instead of
+  // by rendezvous (cross-memory attach); see UcxOptions::same_host_zero_copy for why.
+  bool copy_through_fifo = true;
 };
 
 class UcxWorker {

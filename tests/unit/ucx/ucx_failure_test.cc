@@ -22,10 +22,11 @@ TEST(UcxFailureTest, AbortWakesEveryWaiterAndSticks) {
   auto comms = herd::testing::MakeUcxCommunicators(2);
   ASSERT_EQ(comms.size(), 2u);
   int v = 0, w = 0;
-  std::vector<char> big(4 << 20);
+  // Larger than a receiver's shared-memory FIFO (16 MiB), so it stays in flight unreceived.
+  std::vector<char> big(size_t{64} << 20);
   Request r1 = comms[0]->irecv(1, Tag::Make(OpKind::kUser, 0, 1), AsMutableBytes(&v, 4));
   Request r2 = comms[0]->irecv(1, Tag::Make(OpKind::kUser, 0, 2), AsMutableBytes(&w, 4));
-  // A rendezvous send nobody receives: abort must release it too.
+  // A send nobody receives: abort must release it too.
   Request s = comms[0]->isend(1, Tag::Make(OpKind::kUser, 0, 3), AsBytes(big.data(), big.size()));
   absl::Status other_thread;
   std::thread waiter([&] { other_thread = comms[0]->wait(r2, Soon()); });
@@ -62,7 +63,9 @@ TEST(UcxFailureTest, AbortedReceiveBufferIsNotWrittenAfterAbort) {
   Request probe = comms[0]->irecv(1, Tag::Make(OpKind::kUser, 0, 1), AsMutableBytes(buf.data(), 1));
   EXPECT_EQ(comms[0]->wait(probe, Soon()).code(), absl::StatusCode::kAborted);
   EXPECT_EQ(comms[0]->wait(r, Soon()).code(), absl::StatusCode::kAborted);
-  EXPECT_EQ(comms[1]->wait(s, Deadline::After(200ms)).code(), absl::StatusCode::kDeadlineExceeded);
+  // The sender may complete (the message fits the receiver's FIFO) or not; either way rank 0,
+  // aborted, never takes it.
+  (void)comms[1]->wait(s, Deadline::After(200ms));
   EXPECT_EQ(buf, std::vector<char>(1 << 20, 'u'));
 }
 

@@ -61,14 +61,15 @@ TEST(UcxPointToPointTest, LargeMessageArrivesIntact) {
   const size_t words = (size_t{64} << 20) / sizeof(uint32_t);  // 64 MiB
   std::vector<uint32_t> out = Pattern(words, 0x5eed), in(words, 0);
   Tag tag = Tag::Make(OpKind::kAllReduce, 3, 1);
-  // Both orders of posting, so both the expected and the unexpected rendezvous paths run.
+  // Both orders of posting, so both the expected and the unexpected paths run.
   for (bool recv_first : {true, false}) {
     std::fill(in.begin(), in.end(), 0);
     Request r, s;
     if (recv_first) r = comms[1]->irecv(0, tag, AsMutableBytes(in.data(), words * 4));
     s = comms[0]->isend(1, tag, AsBytes(out.data(), words * 4));
     if (!recv_first) r = comms[1]->irecv(0, tag, AsMutableBytes(in.data(), words * 4));
-    // The sender cannot finish before the receiver takes the data: wait on both concurrently.
+    // 64 MiB exceed the receiver's FIFO: the sender cannot finish before the receiver drains
+    // it, so both wait concurrently.
     absl::Status send_status;
     std::thread sender([&] { send_status = comms[0]->wait(s, Soon()); });
     ASSERT_TRUE(comms[1]->wait(r, Soon()).ok());
@@ -105,7 +106,7 @@ TEST(UcxPointToPointTest, TagsKeepMessagesApartAndSameTagIsFifo) {
 TEST(UcxPointToPointTest, ReceiveBufferLargerThanMessageReportsLength) {
   auto comms = herd::testing::MakeUcxCommunicators(2);
   ASSERT_EQ(comms.size(), 2u);
-  // A short (eager) message and a long (rendezvous) one.
+  // A short message (one fragment) and a long one (many).
   for (size_t bytes : {size_t{3}, size_t{3} << 20}) {
     std::vector<char> msg(bytes, 'm'), buf(bytes + 4096, 0);
     Request r = comms[1]->irecv(0, Tag{}, AsMutableBytes(buf.data(), buf.size()));
