@@ -38,7 +38,9 @@ std::string OneLine(std::string_view text) {
   return out;
 }
 
-// The child: never returns.
+// The child: never returns. It leaves through _exit so that nothing the parent's runtime set
+// up (gtest's state, static destructors, buffered output) runs twice; what it has to say went
+// through the pipe already.
 [[noreturn]] void RunChild(int rank, const ProcessRanksOptions& options, const std::string& dir,
                            int fd, const RankBody& body) {
   ParentChannel parent(fd);
@@ -139,6 +141,8 @@ std::vector<RankOutcome> RunProcessRanks(const ProcessRanksOptions& options, con
     }
     pid_t pid = ::fork();
     if (pid == 0) {
+      // The read ends of the older siblings' pipes were inherited too: close them, so that a
+      // pipe reports end-of-file to the parent as soon as its own child is gone.
       ::close(pipe_fds[0]);
       for (int fd : fds) {
         if (fd >= 0) ::close(fd);
@@ -155,7 +159,8 @@ std::vector<RankOutcome> RunProcessRanks(const ProcessRanksOptions& options, con
     fds[r] = pipe_fds[0];
   }
 
-  // Collect output and exits until every child is reaped or the timeout passes.
+  // Collect output and exits until every child is reaped or the timeout passes. Pipes are
+  // drained while waiting: a child blocked on a full pipe would otherwise look hung.
   const auto deadline = std::chrono::steady_clock::now() + options.timeout;
   int running = 0;
   for (pid_t pid : pids) running += pid > 0;
@@ -197,9 +202,10 @@ std::vector<RankOutcome> RunProcessRanks(const ProcessRanksOptions& options, con
     ::waitpid(pids[r], &status, 0);
     reap(r, status);
   }
+  // What a child wrote just before exiting may still be in its pipe.
   for (int r = 0; r < options.size; ++r) drain(r, 100);
 
-  // Parse what every child wrote.
+  // Parse what every child wrote: "status <code> <message>" once, free-form lines otherwise.
   for (int r = 0; r < options.size; ++r) {
     RankOutcome& o = outcomes[r];
     size_t at = 0;

@@ -396,8 +396,14 @@ void UcxCommunicator::Shutdown(const absl::Status& why, bool graceful) {
     Log().debug("ucx rank {}: {} transfers with dead or silent peers abandoned at shutdown", rank_,
                 abandoned);
   } else if (graceful) {
-    // Only when no user buffer is still matched inside UCX: this progresses the worker.
-    DiscardUnexpected();
+    bool any_dead;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      any_dead = !death_order_.empty();
+    }
+    // Only when no user buffer is still matched inside UCX (this progresses the worker), and
+    // no peer died (its last message may never be complete).
+    if (!any_dead) DiscardUnexpected();
   }
   {
     std::lock_guard<std::mutex> lock(mu_);

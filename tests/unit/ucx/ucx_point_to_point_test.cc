@@ -175,6 +175,16 @@ TEST(UcxPointToPointTest, SelfSendAndPeerOutOfRange) {
   EXPECT_THAT(std::string(st.message()), HasSubstr("rank 2"));
 }
 
+TEST(UcxPointToPointTest, SingleRankCommunicator) {
+  auto comms = herd::testing::MakeUcxCommunicators(1);
+  ASSERT_EQ(comms.size(), 1u);
+  std::vector<uint32_t> out = Pattern(1 << 18, 3), in(1 << 18);
+  Request r = comms[0]->irecv(0, Tag{}, AsMutableBytes(in.data(), in.size() * 4));
+  Request s = comms[0]->isend(0, Tag{}, AsBytes(out.data(), out.size() * 4));
+  ASSERT_TRUE(comms[0]->WaitAll({&s, &r}, Soon()).ok());
+  EXPECT_EQ(in, out);
+}
+
 TEST(UcxPointToPointTest, RingExchangeAmongFourRanks) {
   constexpr int kRanks = 4;
   auto comms = herd::testing::MakeUcxCommunicators(kRanks);
