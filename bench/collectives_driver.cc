@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
+#include <set>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -71,33 +72,87 @@ class Driver {
     }
     if (!o_.json) PrintHeader();
 
-    std::vector<Run> runs;
-    runs.push_back(HerdRun(dir->path()));
+    // Which implementations can run at all; the others are named once.
+    std::vector<std::string> impls = {"herd"};
     for (const std::string& peer : o_.peers) {
-      std::string why_not;
-      std::optional<Run> run = peer == "mpi" ? MpiRun(why_not) : GlooRun(dir->path(), why_not);
-      if (run) {
-        runs.push_back(std::move(*run));
+      const std::string why_not = peer == "mpi" ? MpiMissing() : GlooMissing();
+      if (why_not.empty()) {
+        impls.push_back(peer);
       } else {
         notes_.push_back(absl::StrFormat("%s: not run: %s", peer, why_not));
         if (o_.json) Error(notes_.back());
       }
     }
-    for (const Run& run : runs) {
-      if (!Execute(run)) break;  // interrupted
+
+    // Size by size, each implementation in turn (and all of it again per round): the cells of
+    // one row are measured seconds, not a whole sweep, apart, so load that comes and goes on
+    // the machine skews the ratios less. An implementation that failed is not run again.
+    std::set<std::string> broken;
+    int execution = 0;
+    for (int round = 0; round < o_.rounds && interrupted_ == 0; ++round) {
+      for (size_t size : o_.spec.sizes) {
+        for (const std::string& impl : impls) {
+          if (broken.count(impl) || interrupted_ != 0) continue;
+          SweepSpec one = o_.spec;
+          one.sizes = {size};
+          const std::string store = absl::StrFormat("%s/%s-%d", dir->path(), impl, execution++);
+          const Run run = impl == "herd"  ? HerdRun(one, store)
+                          : impl == "mpi" ? MpiRun(one)
+                                          : GlooRun(one, store);
+          if (!Execute(run)) broken.insert(impl);
+        }
+      }
     }
 
+    const std::vector<BenchResult> results = o_.rounds > 1 ? Medians() : results_;
+    if (o_.json && o_.rounds > 1) {
+      for (const BenchResult& r : results) std::printf("%s\n", ToJsonLine(r).c_str());
+    }
     if (!o_.json) {
-      std::fputs(RenderTables(results_).c_str(), stdout);
+      std::fputs(RenderTables(results).c_str(), stdout);
+      if (o_.rounds > 1) std::printf("\n(each cell: the median of %d rounds)\n", o_.rounds);
       if (!notes_.empty()) std::printf("\nnotes:\n");
       for (const std::string& n : notes_) std::printf("  %s\n", n.c_str());
-      std::fflush(stdout);
     }
+    std::fflush(stdout);
     for (const BenchResult& r : results_) {
       if (r.check == kCheckFailed) failed_ = true;
     }
     if (interrupted_ != 0) return 128 + interrupted_;
     return failed_ ? 1 : 0;
+  }
+
+  // One result per (impl, op, algo, size): the round with the median time. A failed check in
+  // any round wins, so that the other rounds never hide a failure.
+  std::vector<BenchResult> Medians() const {
+    std::vector<std::vector<const BenchResult*>> groups;
+    for (const BenchResult& r : results_) {
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) {
+        const BenchResult& o = *g.front();
+        return o.impl == r.impl && o.op == r.op && o.algo == r.algo &&
+               o.requested_bytes == r.requested_bytes;
+      });
+      if (it == groups.end()) {
+        groups.push_back({&r});
+      } else {
+        it->push_back(&r);
+      }
+    }
+    std::vector<BenchResult> out;
+    for (auto& g : groups) {
+      auto failed = std::find_if(g.begin(), g.end(),
+                                 [](const BenchResult* r) { return r->check == kCheckFailed; });
+      if (failed != g.end()) {
+        out.push_back(**failed);
+        continue;
+      }
+      std::sort(g.begin(), g.end(), [](const BenchResult* a, const BenchResult* b) {
+        if (a->measured() != b->measured()) return a->measured();  // unmeasured last
+        return a->time_us < b->time_us;
+      });
+      out.push_back(*g[(g.size() - 1) / 2]);
+    }
+    return out;
   }
 
  private:
@@ -116,14 +171,14 @@ class Driver {
         o_.peers.empty() ? "none" : absl::StrJoin(o_.peers, ","), o_.spec.check ? ", checked" : "");
   }
 
-  Run HerdRun(const std::string& dir) {
-    Run run{"herd", {}, o_.spec.timeout + std::chrono::seconds(15)};
-    const std::vector<std::string> sweep = SweepArgs(o_.spec);
+  Run HerdRun(const SweepSpec& spec, const std::string& store) {
+    Run run{"herd", {}, spec.timeout + std::chrono::seconds(15)};
+    const std::vector<std::string> sweep = SweepArgs(spec);
     for (int r = 0; r < o_.ranks; ++r) {
       ChildSpec c;
       c.label = absl::StrFormat("herd rank %d", r);
-      c.argv = {o_.herd_exe, "bench",       "collectives-rank", "--rank",           Str(r),
-                "--ranks",   Str(o_.ranks), "--store",          dir + "/herd-store"};
+      c.argv = {o_.herd_exe, "bench",       "collectives-rank", "--rank", Str(r),
+                "--ranks",   Str(o_.ranks), "--store",          store};
       c.argv.insert(c.argv.end(), sweep.begin(), sweep.end());
       c.argv.insert(c.argv.end(), o_.herd_rank_args.begin(), o_.herd_rank_args.end());
       run.children.push_back(std::move(c));
@@ -131,22 +186,31 @@ class Driver {
     return run;
   }
 
-  std::optional<Run> MpiRun(std::string& why_not) {
-    const std::string exe = o_.tool_dir + "/herd-bench-mpi";
-    if (access(exe.c_str(), X_OK) != 0) {
-      why_not = absl::StrFormat("%s is not built (configure herd where MPI is found)", exe);
-      return std::nullopt;
+  std::string MpiExe() const { return o_.tool_dir + "/herd-bench-mpi"; }
+  std::string GlooExe() const { return o_.tool_dir + "/herd-bench-gloo"; }
+
+  // Why a peer cannot run here, or "".
+  std::string MpiMissing() const {
+    if (access(MpiExe().c_str(), X_OK) != 0) {
+      return absl::StrFormat("%s is not built (configure herd where MPI is found)", MpiExe());
     }
-    if (!OnPath("mpirun")) {
-      why_not = "mpirun is not on PATH (Debian: openmpi-bin)";
-      return std::nullopt;
+    if (!OnPath("mpirun")) return "mpirun is not on PATH (Debian: openmpi-bin)";
+    return "";
+  }
+  std::string GlooMissing() const {
+    if (access(GlooExe().c_str(), X_OK) != 0) {
+      return absl::StrFormat("%s is not built (configure herd where Gloo is found)", GlooExe());
     }
+    return "";
+  }
+
+  Run MpiRun(const SweepSpec& spec) {
     // mpirun needs a little longer to start its ranks than our own processes.
-    Run run{"mpi", {}, o_.spec.timeout + std::chrono::seconds(30)};
+    Run run{"mpi", {}, spec.timeout + std::chrono::seconds(30)};
     ChildSpec c;
     c.label = "mpirun";
-    c.argv = {"mpirun", "-np", Str(o_.ranks), "--oversubscribe", exe};
-    const std::vector<std::string> sweep = SweepArgs(o_.spec);
+    c.argv = {"mpirun", "-np", Str(o_.ranks), "--oversubscribe", MpiExe()};
+    const std::vector<std::string> sweep = SweepArgs(spec);
     c.argv.insert(c.argv.end(), sweep.begin(), sweep.end());
     c.env = {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"};
     // SIGTERM lets mpirun take its ranks down with it if the driver dies.
@@ -155,21 +219,15 @@ class Driver {
     return run;
   }
 
-  std::optional<Run> GlooRun(const std::string& dir, std::string& why_not) {
-    const std::string exe = o_.tool_dir + "/herd-bench-gloo";
-    if (access(exe.c_str(), X_OK) != 0) {
-      why_not = absl::StrFormat("%s is not built (configure herd where Gloo is found)", exe);
-      return std::nullopt;
-    }
-    Run run{"gloo", {}, o_.spec.timeout + std::chrono::seconds(15)};
-    const std::string store = dir + "/gloo-store";
+  Run GlooRun(const SweepSpec& spec, const std::string& store) {
+    Run run{"gloo", {}, spec.timeout + std::chrono::seconds(15)};
     std::error_code ec;
     fs::create_directories(store, ec);
-    const std::vector<std::string> sweep = SweepArgs(o_.spec);
+    const std::vector<std::string> sweep = SweepArgs(spec);
     for (int r = 0; r < o_.ranks; ++r) {
       ChildSpec c;
       c.label = absl::StrFormat("gloo rank %d", r);
-      c.argv = {exe, "--rank", Str(r), "--ranks", Str(o_.ranks), "--store-dir", store};
+      c.argv = {GlooExe(), "--rank", Str(r), "--ranks", Str(o_.ranks), "--store-dir", store};
       c.argv.insert(c.argv.end(), sweep.begin(), sweep.end());
       run.children.push_back(std::move(c));
     }
@@ -186,7 +244,7 @@ class Driver {
     return false;
   }
 
-  // Runs one implementation's processes to the end; false when interrupted.
+  // Runs one implementation's processes to the end; false when it failed or was interrupted.
   bool Execute(const Run& run) {
     RunOptions options;
     options.silence_timeout = run.silence_timeout;
@@ -197,7 +255,7 @@ class Driver {
       notes_.push_back(absl::StrFormat("%s: could not run: %s", run.name,
                                        std::string(outcome.status().message())));
       Error(notes_.back());
-      return true;
+      return false;
     }
     if (outcome->interrupt_signal != 0) {
       interrupted_ = outcome->interrupt_signal;
@@ -208,6 +266,7 @@ class Driver {
       failed_ = true;
       notes_.push_back(absl::StrFormat("%s: FAILED: %s", run.name, outcome->Describe()));
       Error(notes_.back());
+      return false;
     }
     return true;
   }
@@ -230,7 +289,7 @@ class Driver {
       failed_ = true;
       return;
     }
-    if (o_.json) {
+    if (o_.json && o_.rounds == 1) {
       std::printf("%s\n", ToJsonLine(*result).c_str());
       std::fflush(stdout);
     } else {

@@ -2,7 +2,9 @@
 // The driver of `herd bench collectives`: runs herd's ranks as processes of this same binary
 // (hidden subcommand `herd bench collectives-rank`), then each peer in the same rank layout
 // (OpenMPI's herd-bench-mpi under mpirun, Gloo's herd-bench-gloo as N processes), one after
-// the other, and prints their results side by side (tables) or as JSON lines (--json).
+// the other for each size, and prints their results side by side (tables) or as JSON lines
+// (--json). Each (size, implementation) is its own set of processes with a fresh bootstrap
+// store.
 //
 // Everything the children print on stdout that parses as a result line is a result; their
 // stderr is forwarded prefixed with "[herd rank 2]" etc. A peer that is not built or whose
@@ -24,6 +26,9 @@ struct CollectivesBenchOptions {
   std::string herd_exe;  // re-executed for the rank processes
   std::string tool_dir;  // where herd-bench-mpi and herd-bench-gloo are looked for
   std::vector<std::string> herd_rank_args;  // extra flags for herd's rank processes
+  // Every (size, implementation) runs this many times, interleaved; each cell reports the
+  // round with the median time. With 1, --json lines stream as results arrive.
+  int rounds = 1;
 };
 
 // Returns the exit code: 0 when everything ran and every check passed, 1 otherwise, 128 + the

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -147,6 +148,16 @@ absl::Status Launch(const ChildSpec& spec, pid_t& pgid, int devnull, Running& ru
   return absl::OkStatus();
 }
 
+// "==== backtrace (tid: 1) ====", " 3  /lib/libucp.so.0(...) [0x...]", "=====".
+bool IsBacktraceLine(std::string_view line) {
+  size_t i = line.find_first_not_of(' ');
+  if (i == std::string_view::npos) return true;
+  if (line[i] == '=') return true;
+  size_t digits = i;
+  while (digits < line.size() && std::isdigit(static_cast<unsigned char>(line[digits]))) ++digits;
+  return digits > i && digits < line.size() && line[digits] == ' ';
+}
+
 }  // namespace
 
 void InstallInterruptHandlers() {
@@ -180,9 +191,13 @@ bool GroupOutcome::ok() const {
 
 std::string GroupOutcome::Describe() const {
   std::vector<std::string> parts;
+  // The last n lines of a child's stderr, leaving out the frames of a backtrace (UCX and glibc
+  // print them after the line that says what went wrong, which is the one worth showing).
   auto last_lines = [](const ChildOutcome& c, size_t n) {
-    const size_t from = c.stderr_tail.size() > n ? c.stderr_tail.size() - n : 0;
-    std::vector<std::string> lines(c.stderr_tail.begin() + from, c.stderr_tail.end());
+    std::vector<std::string> lines;
+    for (auto it = c.stderr_tail.rbegin(); it != c.stderr_tail.rend() && lines.size() < n; ++it) {
+      if (!IsBacktraceLine(*it)) lines.insert(lines.begin(), *it);
+    }
     return lines.empty() ? std::string("(nothing on stderr)") : absl::StrJoin(lines, " | ");
   };
   std::vector<std::string> killed;

@@ -53,6 +53,14 @@ class BenchCommand : public Command {
                            "herd: move large messages between ranks with UCX's cross-memory "
                            "attach (one kernel copy) instead of the shared-memory FIFO; see "
                            "transport/ucx/ucx_communicator.h for the failure-handling trade-off");
+    collectives_
+        ->add_option("--rounds", rounds_,
+                     "Measure every size of every implementation this many times, "
+                     "interleaved, and report the round with the median time (for a "
+                     "machine shared with other work); --json then prints the medians at "
+                     "the end")
+        ->check(CLI::Range(1, 100))
+        ->capture_default_str();
     collectives_->add_flag("--busy-poll", busy_poll_,
                            "herd: spin in waits instead of sleeping (only with a core per rank)");
 
@@ -87,7 +95,7 @@ class BenchCommand : public Command {
     options.json = json_;
     options.herd_exe = SelfExe();
     options.tool_dir = options.herd_exe.substr(0, options.herd_exe.rfind('/'));
-    options.herd_rank_args.clear();
+    options.rounds = rounds_;
     if (ucx_zero_copy_) options.herd_rank_args.push_back("--ucx-zero-copy");
     if (busy_poll_) options.herd_rank_args.push_back("--busy-poll");
     return bench::RunCollectivesBench(options);
@@ -111,6 +119,7 @@ class BenchCommand : public Command {
   bool json_ = false;
   bool ucx_zero_copy_ = false;
   bool busy_poll_ = false;
+  int rounds_ = 1;
 
   bench::SweepFlags rank_flags_;
   bench::RankProcessOptions rank_options_;

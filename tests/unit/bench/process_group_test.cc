@@ -78,6 +78,21 @@ TEST(ProcessGroup, EnvironmentIsAdded) {
   EXPECT_EQ(seen, "42");
 }
 
+TEST(ProcessGroup, TheReasonSkipsBacktraceFrames) {
+  RunOptions options;
+  options.on_stderr_line = [](size_t, std::string_view) {};
+  auto outcome = RunProcessGroup(
+      {Shell("herd rank 3",
+             "echo 'ucp_request.c:180  Assertion failed' >&2; "
+             "echo '==== backtrace (tid: 7) ====' >&2; "
+             "echo ' 0  /lib/libucs.so.0(ucs_handle_error+0x2dc) [0x7f]' >&2; "
+             "echo '12  /bin/herd(+0xd00c1) [0x55]' >&2; echo '=====' >&2; exit 6")},
+      options);
+  ASSERT_TRUE(outcome.ok());
+  EXPECT_EQ(outcome->Describe(),
+            "herd rank 3 failed first: exited with code 6: ucp_request.c:180  Assertion failed");
+}
+
 TEST(ProcessGroup, AFailureKillsTheOthersAfterTheGraceAndIsNamed) {
   const std::string pidfile = TempPath("sleeper");
   RunOptions options;
