@@ -22,7 +22,8 @@ namespace herd::transport {
 namespace ucx {
 namespace {
 
-constexpr int kMaxRanks = 1 << (64 - Tag::kBits);  // the rank field of the wire tag
+// The rank field of the wire tag has 16 bits; its largest value marks abort notices.
+constexpr int kMaxRanks = UcxCommunicator::kNoticeRank;
 
 }  // namespace
 
@@ -101,6 +102,7 @@ absl::Status UcxCommunicator::Connect(const std::vector<PeerRecord>& records,
         "abort this process. Let UCX use shared memory (UCX_TLS) to avoid this.",
         rank_, absl::StrJoin(unprotected, ","), unprotected[0], peers_[unprotected[0]].lanes);
   }
+  PostNoticeReceive();
   return absl::OkStatus();
 }
 

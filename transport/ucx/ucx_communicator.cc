@@ -25,8 +25,8 @@ constexpr auto kSpinWindow = 50us;
 constexpr auto kMaxSleep = 100ms;
 // A send can wait for room in the receiver's shared-memory FIFO, and UCX announces no event
 // when room appears: while sends are in flight, sleep in naps starting at this length
-// (doubling up to kMaxBackoff while nothing progresses) instead of until the next event. A
-// 1 MiB FIFO drains in about 200 us at memory speed, so the naps keep it from running dry.
+// (doubling up to kMaxBackoff while nothing progresses) instead of until the next event. The
+// 16 MiB FIFO (ucx_worker.cc) takes milliseconds to drain, so the naps keep it from running dry.
 constexpr auto kSendNapMin = std::chrono::microseconds(25);
 // Empty wake-ups in a row after which wait() stops trusting the event fd, and the longest
 // plain sleep it then takes between progress calls.
@@ -46,12 +46,13 @@ uint64_t WireTag(int sender, Tag tag) {
 
 void SendDone(void* request, ucs_status_t s, void* user) {
   auto* r = static_cast<UcxRequest*>(user);
-  r->comm->OnUcxComplete(r, request, s, r->bytes);
+  r->comm->OnUcxComplete(r, request, s, r->bytes, 0);
 }
 
 void RecvDone(void* request, ucs_status_t s, const ucp_tag_recv_info_t* info, void* user) {
   auto* r = static_cast<UcxRequest*>(user);
-  r->comm->OnUcxComplete(r, request, s, info != nullptr ? info->length : 0);
+  r->comm->OnUcxComplete(r, request, s, info != nullptr ? info->length : 0,
+                         info != nullptr ? info->sender_tag : 0);
 }
 
 }  // namespace
@@ -127,12 +128,26 @@ void UcxCommunicator::Posted(const std::shared_ptr<UcxRequest>& r, ucs_status_pt
   FinishLocked(*r, StatusFromUcx(*r, s, length), length);
 }
 
-void UcxCommunicator::OnUcxComplete(UcxRequest* r, void* ucp_request, ucs_status_t s,
-                                    size_t length) {
+void UcxCommunicator::OnUcxComplete(UcxRequest* r, void* ucp_request, ucs_status_t s, size_t length,
+                                    uint64_t sender_tag) {
   r->callback_ran = true;
   r->ucp_request = nullptr;
   ucp_request_free(ucp_request);
   std::shared_ptr<UcxRequest> keep;  // released after mu_: it may hold the last reference
+  if (r->notice) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = inflight_.find(r);
+      if (it != inflight_.end()) {
+        keep = std::move(it->second);
+        inflight_.erase(it);
+      }
+    }
+    if (s == UCS_OK) OnNotice(sender_tag, length);
+    // Posted again after this progress call, not from inside UCX's callback.
+    if (!shutting_down_ && s != UCS_ERR_CANCELED) repost_notice_ = true;
+    return;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   auto it = inflight_.find(r);
   if (it != inflight_.end()) {
@@ -171,37 +186,39 @@ absl::Status UcxCommunicator::StatusFromUcx(const UcxRequest& r, ucs_status_t s,
     case UCS_ERR_REJECTED:
     case UCS_ERR_IO_ERROR:
     case UCS_ERR_TIMED_OUT:
-      return absl::UnavailableError(absl::StrFormat("%s: rank %d is unreachable (UCX: %s)%s",
-                                                    r.Describe(), r.peer, ucs_status_string(s),
-                                                    DeadPeersNote(r.peer)));
+      return absl::UnavailableError(
+          WithDeadPeersNote(absl::StrFormat("%s: rank %d is unreachable (UCX: %s)", r.Describe(),
+                                            r.peer, ucs_status_string(s)),
+                            r.peer));
     default:
       return absl::InternalError(
           absl::StrFormat("%s failed: UCX %s", r.Describe(), ucs_status_string(s)));
   }
 }
 
-std::string UcxCommunicator::DeadPeersNote(int except) const {
-  std::string note;
+std::string UcxCommunicator::WithDeadPeersNote(std::string text, int except) const {
   int listed = 0;
   for (int p : death_order_) {
-    if (p == except) continue;
+    // A reason already told (forwarded abort reasons nest) is not repeated.
+    const std::string reason(dead_[p].message());
+    if (p == except || text.find(reason) != std::string::npos) continue;
     if (++listed > 4) {
-      note += "; and more";
+      text += "; and more";
       break;
     }
-    note += absl::StrFormat("; note: %s", dead_[p].message());
+    text += absl::StrFormat("; note: %s", reason);
   }
-  return note;
+  return text;
 }
 
 absl::Status UcxCommunicator::DeadPeerError(const UcxRequest& r) {
   return absl::UnavailableError(
-      absl::StrFormat("%s: %s%s", r.Describe(), dead_[r.peer].message(), DeadPeersNote(r.peer)));
+      WithDeadPeersNote(absl::StrFormat("%s: %s", r.Describe(), dead_[r.peer].message()), r.peer));
 }
 
 absl::Status UcxCommunicator::DeadlineError(const UcxRequest& r) {
-  return absl::DeadlineExceededError(absl::StrFormat(
-      "deadline exceeded waiting for %s on rank %d%s", r.Describe(), rank_, DeadPeersNote()));
+  return absl::DeadlineExceededError(WithDeadPeersNote(
+      absl::StrFormat("deadline exceeded waiting for %s on rank %d", r.Describe(), rank_)));
 }
 
 absl::Status UcxCommunicator::wait(Request& req, Deadline deadline) {
@@ -298,6 +315,10 @@ void UcxCommunicator::ProgressUntil(const UcxRequest& r, Deadline deadline) {
 
 unsigned UcxCommunicator::ProgressOnce() {
   unsigned n = ucp_worker_progress(worker_->worker());
+  if (repost_notice_) {
+    repost_notice_ = false;
+    PostNoticeReceive();
+  }
   if (deaths_pending_.load(std::memory_order_acquire)) HandleDeadPeers();
   return n;
 }
@@ -305,9 +326,11 @@ unsigned UcxCommunicator::ProgressOnce() {
 void UcxCommunicator::OnPeerFailed(int peer, ucs_status_t s) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!dead_[peer].ok()) return;
+  dead_by_watch_[peer] = true;
   dead_[peer] = absl::UnavailableError(
-      absl::StrFormat("rank %d is unreachable (UCX reported '%s' on the endpoint to it)", peer,
-                      ucs_status_string(s)));
+      absl::StrFormat("rank %d is unreachable: its process died or closed its communicator "
+                      "(UCX: %s on the endpoint watching it)",
+                      peer, ucs_status_string(s)));
   death_order_.push_back(peer);
   Log().debug("ucx rank {}: peer rank {} failed: {}", rank_, peer, ucs_status_string(s));
   deaths_pending_.store(true, std::memory_order_release);
@@ -350,12 +373,15 @@ absl::Status UcxCommunicator::status() const {
 }
 
 void UcxCommunicator::Shutdown(const absl::Status& why, bool graceful) {
-  if (shut_down_) return;
+  if (shutting_down_) return;
+  shutting_down_ = true;
   ucp_worker_h w = worker_->worker();
   std::vector<std::shared_ptr<UcxRequest>> pending;
+  absl::Status reason;  // the first abort's status, which sticks
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (aborted_.ok()) aborted_ = why;
+    reason = aborted_;
     for (auto& [ptr, r] : inflight_) {
       pending.push_back(r);
       if (!r->done.load(std::memory_order_relaxed)) FinishLocked(*r, aborted_);
@@ -381,7 +407,9 @@ void UcxCommunicator::Shutdown(const absl::Status& why, bool graceful) {
       SleepOnFd(worker_->event_fd(), Deadline::After(1ms));
     }
   }
-  // 3. Close every endpoint (forcibly unless graceful): sends still queued are dropped.
+  // 3. An abort tells the live peers why, then every endpoint is closed (forcibly unless
+  //    graceful): sends still queued are dropped.
+  if (!graceful) SendAbortNotices(reason);
   CloseEndpoints(graceful);
   // 4. What UCX still holds is released without callbacks; the worker is never progressed
   //    again, so nothing more is copied into or out of user buffers.
@@ -509,6 +537,7 @@ UcxCommunicator::UcxCommunicator(int rank, int size, std::unique_ptr<UcxWorker> 
                                  const UcxOptions& options)
     : rank_(rank), size_(size), options_(options), worker_(std::move(worker)) {
   dead_.assign(size, absl::OkStatus());
+  dead_by_watch_.assign(size, false);
 }
 
 UcxCommunicator::~UcxCommunicator() {

@@ -18,7 +18,8 @@
 // Without TCP (UCX_TLS excludes it) peers cannot be watched and a dead peer shows as deadline
 // errors.
 //
-// Scale: at most 65536 ranks (the rank field of the wire tag).
+// Scale: at most 65535 ranks (the rank field of the wire tag; its last value marks the notices
+// by which an aborting rank tells its peers why).
 
 #include <chrono>
 #include <memory>

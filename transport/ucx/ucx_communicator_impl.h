@@ -19,6 +19,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <memory>
@@ -59,6 +60,7 @@ struct UcxRequest final : RequestState {
   // request pointer, already released by the callback.
   bool callback_ran = false;
   ucp_tag_recv_info_t recv_info{};  // filled by UCX when a receive completes at once
+  bool notice = false;              // the communicator's own receive of abort notices
 };
 
 // Per-peer connection state.
@@ -71,6 +73,10 @@ struct UcxPeer {
 
 class UcxCommunicator final : public Communicator {
  public:
+  // The rank field of abort notices' wire tags; real ranks are below it.
+  static constexpr int kNoticeRank = 0xFFFF;
+  static constexpr size_t kNoticeBytes = 2048;  // longer reasons are cut
+
   // Takes over a worker whose endpoints are not created yet; Connect() creates them.
   UcxCommunicator(int rank, int size, std::unique_ptr<UcxWorker> worker, const UcxOptions& options);
   ~UcxCommunicator() override;
@@ -94,7 +100,8 @@ class UcxCommunicator final : public Communicator {
   absl::Status status() const override;
 
   // UCX callbacks (static trampolines in the .cc land here). Called with worker_mu_ held.
-  void OnUcxComplete(UcxRequest* r, void* ucp_request, ucs_status_t s, size_t length);
+  void OnUcxComplete(UcxRequest* r, void* ucp_request, ucs_status_t s, size_t length,
+                     uint64_t sender_tag);
   void OnPeerFailed(int peer, ucs_status_t s);
 
  private:
@@ -117,9 +124,10 @@ class UcxCommunicator final : public Communicator {
   // was blocked on.
   absl::Status DeadPeerError(const UcxRequest& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status DeadlineError(const UcxRequest& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // "; note: rank 2 is unreachable (...)" for every dead peer other than `except`, in the
-  // order they failed.
-  std::string DeadPeersNote(int except = -1) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `text` + "; note: rank 2 is unreachable (...)" for every dead peer other than `except`, in
+  // the order they failed, unless `text` already tells it.
+  std::string WithDeadPeersNote(std::string text, int except = -1) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Progresses the worker (this thread holds the progress token) until `r` is done, the
   // deadline passes or the communicator is shut down.
@@ -134,6 +142,15 @@ class UcxCommunicator final : public Communicator {
   // Requires worker_mu_.
   void Shutdown(const absl::Status& why, bool graceful);
   void CloseEndpoints(bool graceful);
+
+  // Abort notices (ucx_abort_notice.cc). A rank that aborts tells every live peer why, in a
+  // message with the reserved rank kNoticeRank in its wire tag; each rank keeps one receive for
+  // them posted. A peer that gets one marks the sender dead with that reason, so an error
+  // several hops away from a failure still names the rank that failed first.
+  // All require worker_mu_.
+  void PostNoticeReceive();
+  void OnNotice(uint64_t sender_tag, size_t length);
+  void SendAbortNotices(const absl::Status& why);
   // Receives and drops messages no one posted a receive for, so that UCX does not report
   // leaked buffers when the worker is destroyed. Requires worker_mu_.
   void DiscardUnexpected();
@@ -146,13 +163,19 @@ class UcxCommunicator final : public Communicator {
   std::vector<std::unique_ptr<WatchArg>> watch_args_;
 
   std::mutex worker_mu_;
-  bool shut_down_ ABSL_GUARDED_BY(worker_mu_) = false;
+  bool shutting_down_ ABSL_GUARDED_BY(worker_mu_) = false;  // Shutdown() has begun
+  bool shut_down_ ABSL_GUARDED_BY(worker_mu_) = false;      // ...and ended: never progress again
+  bool repost_notice_ ABSL_GUARDED_BY(worker_mu_) = false;  // the notice receive completed
+  std::array<char, kNoticeBytes> notice_buffer_;            // where notices arrive
+  std::string notice_text_;  // what this rank's abort sends (kept until the worker is gone)
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
   absl::Status aborted_ ABSL_GUARDED_BY(mu_);
   std::vector<absl::Status> dead_ ABSL_GUARDED_BY(mu_);  // per peer; OK while alive
   std::vector<int> death_order_ ABSL_GUARDED_BY(mu_);    // dead peers, first failure first
+  // dead_[p] came from the watch endpoint; a notice from p, more telling, may replace it.
+  std::vector<bool> dead_by_watch_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> deaths_pending_{false};  // set by OnPeerFailed, cleared by HandleDeadPeers
   std::atomic<uint64_t> posts_{0};           // operations handed to UCX, for the progressor
   std::atomic<int> sends_in_flight_{0};      // sends in inflight_

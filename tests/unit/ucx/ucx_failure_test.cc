@@ -52,6 +52,27 @@ TEST(UcxFailureTest, AbortWakesEveryWaiterAndSticks) {
   EXPECT_THAT(std::string(later_status.message()), HasSubstr("plan epoch changed"));
 }
 
+TEST(UcxFailureTest, AbortTellsThePeersWhy) {
+  auto comms = herd::testing::MakeUcxCommunicators(3);
+  ASSERT_EQ(comms.size(), 3u);
+  int v = 0;
+  Request from0 = comms[1]->irecv(0, Tag::Make(OpKind::kAllReduce, 1, 2), AsMutableBytes(&v, 4));
+  Request from2 = comms[1]->irecv(2, Tag::Make(OpKind::kAllReduce, 1, 2), AsMutableBytes(&v, 4));
+  auto start = Clock::now();
+  ASSERT_TRUE(comms[0]->abort(absl::DataLossError("checksum mismatch in bucket 1")).ok());
+  absl::Status st = comms[1]->wait(from0, Deadline::After(10s));
+  EXPECT_LT(Clock::now() - start, 3s);
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnavailable) << st;
+  EXPECT_THAT(std::string(st.message()), HasSubstr("from rank 0"));
+  EXPECT_THAT(std::string(st.message()), HasSubstr("rank 0 aborted its communicator"));
+  EXPECT_THAT(std::string(st.message()), HasSubstr("checksum mismatch in bucket 1"));
+  // Rank 1's other peer is unaffected; a deadline on it mentions rank 0's abort.
+  absl::Status other = comms[1]->wait(from2, Deadline::After(20ms));
+  EXPECT_EQ(other.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(std::string(other.message()), HasSubstr("rank 0 aborted"));
+  ASSERT_TRUE(comms[1]->abort(absl::CancelledError("test over")).ok());
+}
+
 TEST(UcxFailureTest, AbortedReceiveBufferIsNotWrittenAfterAbort) {
   auto comms = herd::testing::MakeUcxCommunicators(2);
   ASSERT_EQ(comms.size(), 2u);
@@ -87,7 +108,7 @@ TEST(UcxFailureTest, BootstrapTimeoutNamesTheMissingRanks) {
   EXPECT_LT(Clock::now() - start, 5s);
   for (int r = 0; r < 2; ++r) {
     EXPECT_EQ(results[r].code(), absl::StatusCode::kDeadlineExceeded) << results[r];
-    EXPECT_THAT(std::string(results[r].message()), HasSubstr("ranks 2, 3 did not publish"));
+    EXPECT_THAT(std::string(results[r].message()), HasSubstr("2, 3 did not publish"));
     EXPECT_THAT(std::string(results[r].message()), HasSubstr("job7/ucx/"));
   }
 }

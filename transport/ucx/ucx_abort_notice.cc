@@ -1,0 +1,110 @@
+// Abort notices: how a rank that gives up tells its peers why (see ucx_communicator_impl.h).
+// Without them a peer two hops away from a crash only learns that its neighbour went away, and
+// its error names the neighbour instead of the rank that failed.
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "common/logging.h"
+#include "transport/ucx/ucx_communicator_impl.h"
+
+namespace herd::transport::ucx {
+namespace {
+
+using namespace std::chrono_literals;
+
+// How long an abort waits for its notices to leave before closing the endpoints.
+constexpr auto kNoticeTimeout = 200ms;
+
+uint64_t NoticeTag(int sender) {
+  return (uint64_t{UcxCommunicator::kNoticeRank} << Tag::kBits) | static_cast<uint64_t>(sender);
+}
+constexpr uint64_t kNoticeMask = uint64_t{0xFFFF} << Tag::kBits;
+
+void NoticeArrived(void* request, ucs_status_t s, const ucp_tag_recv_info_t* info, void* user) {
+  auto* r = static_cast<UcxRequest*>(user);
+  r->comm->OnUcxComplete(r, request, s, info != nullptr ? info->length : 0,
+                         info != nullptr ? info->sender_tag : 0);
+}
+
+}  // namespace
+
+void UcxCommunicator::PostNoticeReceive() {
+  ucp_worker_h w = worker_->worker();
+  // UCP_OP_ATTR_FLAG_NO_IMM_CMPL as in irecv: an inline completion would leave recv_info (the
+  // sender) unfilled in UCX 1.13. The loop only matters if a UCX ignores the flag.
+  while (!shutting_down_) {
+    auto r = std::make_shared<UcxRequest>(this, Direction::kRecv, rank_, Tag{}, kNoticeBytes);
+    r->notice = true;
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                         UCP_OP_ATTR_FIELD_RECV_INFO | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    param.cb.recv = NoticeArrived;
+    param.user_data = r.get();
+    param.recv_info.tag_info = &r->recv_info;
+    ucs_status_ptr_t h = ucp_tag_recv_nbx(w, notice_buffer_.data(), notice_buffer_.size(),
+                                          NoticeTag(0), kNoticeMask, &param);
+    if (UCS_PTR_IS_PTR(h)) {
+      if (r->callback_ran) return;  // completed inline; the callback asked for a new post
+      r->ucp_request = h;
+      std::lock_guard<std::mutex> lock(mu_);
+      inflight_.emplace(r.get(), r);
+      return;
+    }
+    ucs_status_t s = UCS_PTR_STATUS(h);
+    if (s == UCS_OK) {
+      OnNotice(r->recv_info.sender_tag, r->recv_info.length);
+    } else if (s != UCS_ERR_MESSAGE_TRUNCATED) {
+      Log().debug("ucx rank {}: cannot receive abort notices: {}", rank_, ucs_status_string(s));
+      return;
+    }
+  }
+}
+
+void UcxCommunicator::OnNotice(uint64_t sender_tag, size_t length) {
+  const int64_t sender = static_cast<int64_t>(sender_tag & ~kNoticeMask);
+  if (sender < 0 || sender >= size_ || sender == rank_) return;
+  const int p = static_cast<int>(sender);
+  std::string reason(notice_buffer_.data(), std::min(length, notice_buffer_.size()));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!dead_[p].ok() && !dead_by_watch_[p]) return;  // already told
+  if (dead_[p].ok()) death_order_.push_back(p);
+  dead_[p] =
+      absl::UnavailableError(absl::StrFormat("rank %d aborted its communicator: %s", p, reason));
+  dead_by_watch_[p] = false;
+  Log().debug("ucx rank {}: peer rank {} aborted: {}", rank_, p, reason);
+  deaths_pending_.store(true, std::memory_order_release);
+}
+
+void UcxCommunicator::SendAbortNotices(const absl::Status& why) {
+  ucp_worker_h w = worker_->worker();
+  notice_text_ = why.ToString();
+  if (notice_text_.size() > kNoticeBytes) notice_text_.resize(kNoticeBytes);
+  std::vector<void*> sends;
+  for (int p = 0; p < static_cast<int>(peers_.size()); ++p) {
+    if (p == rank_ || peers_[p].data == nullptr) continue;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!dead_[p].ok()) continue;
+    }
+    ucp_request_param_t param{};
+    ucs_status_ptr_t h = ucp_tag_send_nbx(peers_[p].data, notice_text_.data(), notice_text_.size(),
+                                          NoticeTag(rank_), &param);
+    if (UCS_PTR_IS_PTR(h)) sends.push_back(h);
+  }
+  const auto until = Clock::now() + kNoticeTimeout;
+  while (!sends.empty() && Clock::now() < until) {
+    ucp_worker_progress(w);
+    for (auto it = sends.begin(); it != sends.end();) {
+      if (ucp_request_check_status(*it) != UCS_INPROGRESS) {
+        ucp_request_free(*it);
+        it = sends.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (void* h : sends) ucp_request_free(h);  // released when they complete, or at the close
+}
+
+}  // namespace herd::transport::ucx
