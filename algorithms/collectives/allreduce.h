@@ -15,7 +15,7 @@ struct AllReduceOptions : CommonOptions {
 
 // RingReduceScatter then RingAllGather (the decoupled pair DeAR schedules separately), on the
 // same buffer; sum/avg/min/max, an average divided once by P after the reduce-scatter.
-// 2 (P-1) S messages each way per rank. Extra memory: two segments.
+// 2 (P-1) S messages each way per rank. Extra memory: four segments.
 // With a communicator whose memory is not host memory, runs the backend's native op.
 absl::Status RingAllReduce(const AllReduceOptions& options);
 // Linear Pipeline (chain 0 -> 1 -> ... -> P-1, blocks of block_bytes): reduce flowing down the

@@ -19,7 +19,7 @@ struct ReduceScatterOptions : CommonOptions {
 
 // P-1 steps around the ring, each chunk moving in S = ceil(largest chunk / segment_bytes)
 // segments: (P-1) S messages each way per rank, (P-1)/P of the vector sent and received.
-// Extra memory: two segments (2 min(segment_bytes, chunk bytes)), the double-buffered receive
+// Extra memory: four segments (4 min(segment_bytes, chunk bytes)), the receive window
 // scratch; sends read `data` directly.
 // With a communicator whose memory is not host memory, runs the backend's native op.
 absl::Status RingReduceScatter(const ReduceScatterOptions& options);

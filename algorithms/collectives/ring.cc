@@ -15,8 +15,8 @@
 // right neighbour already forwards segment k-1.
 //
 // Memory. Sends read `data` directly (a chunk is never written after it has been sent);
-// all-gather receives straight into `data`; reduce-scatter receives into two scratch segments
-// used alternately (double buffering), its only extra memory.
+// all-gather receives straight into `data`; reduce-scatter receives into four scratch segments
+// used in turn (four receives outstanding while one is reduced), its only extra memory.
 
 #include <memory>
 #include <vector>
@@ -39,6 +39,9 @@ using transport::Tag;
 // Receives posted ahead of the one being waited for in the all-gather (they land in `data`, so
 // the window costs no memory; it only bounds the number of outstanding requests).
 constexpr size_t kAllGatherWindow = 8;
+// Scratch segments of the reduce-scatter: unit u lands in slot u % kScratchSlots, so this many
+// receives are outstanding while one is reduced.
+constexpr size_t kScratchSlots = 4;
 
 class RingLayout {
  public:
@@ -93,19 +96,19 @@ absl::Status ReduceScatterRing(Communicator& comm, std::byte* data, const RingLa
     }
   }
 
-  // Two scratch segments: unit u lands in scratch[u % 2] while unit u-1 is being reduced.
+  // kScratchSlots scratch segments: unit u lands in its slot while earlier units are reduced.
   const size_t slot = layout.max_segment_bytes();
-  auto scratch = std::make_unique_for_overwrite<std::byte[]>(2 * slot);
-  Request recvs[2];
+  auto scratch = std::make_unique_for_overwrite<std::byte[]>(kScratchSlots * slot);
+  Request recvs[kScratchSlots];
   auto post_recv = [&](size_t u) {
     if (u >= units) return;
     int c = recv_chunk(u);
     if (size_t n = layout.bytes(c, u % S); n > 0) {
-      recvs[u % 2] = comm.irecv(left, tag(u), AsMutableBytes(scratch.get() + (u % 2) * slot, n));
+      recvs[u % kScratchSlots] = comm.irecv(
+          left, tag(u), AsMutableBytes(scratch.get() + (u % kScratchSlots) * slot, n));
     }
   };
-  post_recv(0);
-  post_recv(1);
+  for (size_t u = 0; u < kScratchSlots; ++u) post_recv(u);
 
   for (size_t u = 0; u < units; ++u) {
     const size_t s = u / S, k = u % S;
@@ -114,10 +117,10 @@ absl::Status ReduceScatterRing(Communicator& comm, std::byte* data, const RingLa
     std::byte* dst = data + layout.offset(c, k);
     if (n > 0) {
       HERD_RETURN_IF_ERROR(
-          internal::WaitRecv(comm, recvs[u % 2], n, deadline, "ring reduce-scatter"));
-      ReduceInto(dtype, op, dst, scratch.get() + (u % 2) * slot, n / esize);
+          internal::WaitRecv(comm, recvs[u % kScratchSlots], n, deadline, "ring reduce-scatter"));
+      ReduceInto(dtype, op, dst, scratch.get() + (u % kScratchSlots) * slot, n / esize);
     }
-    post_recv(u + 2);  // the slot just reduced is free again
+    post_recv(u + kScratchSlots);  // the slot just reduced is free again
     // The segment just completed is the one step s+1 forwards.
     if (s + 1 < static_cast<size_t>(P - 1) && n > 0) {
       sends[u + S] = comm.isend(right, tag(u + S), AsBytes(dst, n));
