@@ -104,8 +104,8 @@ absl::Status ReduceScatterRing(Communicator& comm, std::byte* data, const RingLa
     if (u >= units) return;
     int c = recv_chunk(u);
     if (size_t n = layout.bytes(c, u % S); n > 0) {
-      recvs[u % kScratchSlots] = comm.irecv(
-          left, tag(u), AsMutableBytes(scratch.get() + (u % kScratchSlots) * slot, n));
+      recvs[u % kScratchSlots] =
+          comm.irecv(left, tag(u), AsMutableBytes(scratch.get() + (u % kScratchSlots) * slot, n));
     }
   };
   for (size_t u = 0; u < kScratchSlots; ++u) post_recv(u);

@@ -84,9 +84,8 @@ Request UcxCommunicator::irecv(int peer, Tag tag, MutableBytes buf) {
   std::lock_guard<std::mutex> wl(worker_mu_);
   if (Refused(*r)) return Request(std::move(r));
   ucp_request_param_t param{};
-  param.op_attr_mask =
-      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_RECV_INFO |
-      UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                       UCP_OP_ATTR_FIELD_RECV_INFO | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   param.cb.recv = RecvDone;
   param.user_data = r.get();
   param.recv_info.tag_info = &r->recv_info;
