@@ -21,29 +21,16 @@ uint64_t NoticeTag(int sender) {
 }
 constexpr uint64_t kNoticeMask = uint64_t{0xFFFF} << Tag::kBits;
 
-void NoticeArrived(void* request, ucs_status_t s, const ucp_tag_recv_info_t* info, void* user) {
-  auto* r = static_cast<UcxRequest*>(user);
-  r->comm->OnUcxComplete(r, request, s, info != nullptr ? info->length : 0,
-                         info != nullptr ? info->sender_tag : 0);
-}
-
 }  // namespace
 
 void UcxCommunicator::PostNoticeReceive() {
   ucp_worker_h w = worker_->worker();
-  // UCP_OP_ATTR_FLAG_NO_IMM_CMPL as in irecv: an inline completion would leave recv_info (the
-  // sender) unfilled in UCX 1.13. The loop only matters if a UCX ignores the flag.
+  // PostTagRecv never completes inline; the loop only matters for a UCX that ignores the flag.
   while (!shutting_down_) {
     auto r = std::make_shared<UcxRequest>(this, Direction::kRecv, rank_, Tag{}, kNoticeBytes);
     r->notice = true;
-    ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                         UCP_OP_ATTR_FIELD_RECV_INFO | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-    param.cb.recv = NoticeArrived;
-    param.user_data = r.get();
-    param.recv_info.tag_info = &r->recv_info;
-    ucs_status_ptr_t h = ucp_tag_recv_nbx(w, notice_buffer_.data(), notice_buffer_.size(),
-                                          NoticeTag(0), kNoticeMask, &param);
+    ucs_status_ptr_t h =
+        PostTagRecv(w, notice_buffer_.data(), notice_buffer_.size(), NoticeTag(0), kNoticeMask, *r);
     if (UCS_PTR_IS_PTR(h)) {
       if (r->callback_ran) return;  // completed inline; the callback asked for a new post
       r->ucp_request = h;

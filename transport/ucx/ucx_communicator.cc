@@ -57,6 +57,18 @@ void RecvDone(void* request, ucs_status_t s, const ucp_tag_recv_info_t* info, vo
 
 }  // namespace
 
+ucs_status_ptr_t PostTagRecv(ucp_worker_h worker, void* buf, size_t length, uint64_t tag,
+                             uint64_t mask, UcxRequest& r) {
+  ucp_request_param_t param{};
+  // Never complete inline: UCX 1.13 then leaves recv_info (length, sender) unfilled.
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                       UCP_OP_ATTR_FIELD_RECV_INFO | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  param.cb.recv = RecvDone;
+  param.user_data = &r;
+  param.recv_info.tag_info = &r.recv_info;
+  return ucp_tag_recv_nbx(worker, buf, length, tag, mask, &param);
+}
+
 bool SleepOnFd(int fd, Deadline d) {
   auto left = std::min<std::chrono::nanoseconds>(d.remaining(), kMaxSleep);
   timespec ts{static_cast<time_t>(left.count() / 1000000000),
@@ -83,14 +95,8 @@ Request UcxCommunicator::irecv(int peer, Tag tag, MutableBytes buf) {
   auto r = std::make_shared<UcxRequest>(this, Direction::kRecv, peer, tag, buf.size());
   std::lock_guard<std::mutex> wl(worker_mu_);
   if (Refused(*r)) return Request(std::move(r));
-  ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                       UCP_OP_ATTR_FIELD_RECV_INFO | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-  param.cb.recv = RecvDone;
-  param.user_data = r.get();
-  param.recv_info.tag_info = &r->recv_info;
-  ucs_status_ptr_t h = ucp_tag_recv_nbx(worker_->worker(), buf.data(), buf.size(),
-                                        WireTag(peer, tag), kFullMask, &param);
+  ucs_status_ptr_t h =
+      PostTagRecv(worker_->worker(), buf.data(), buf.size(), WireTag(peer, tag), kFullMask, *r);
   Posted(r, h);
   return Request(std::move(r));
 }

@@ -63,6 +63,11 @@ struct UcxRequest final : RequestState {
   bool notice = false;              // the communicator's own receive of abort notices
 };
 
+// Posts a tag receive of `length` bytes into `buf` whose completion lands in
+// UcxCommunicator::OnUcxComplete(&r, ...) with the length and sender tag. Requires worker_mu_.
+ucs_status_ptr_t PostTagRecv(ucp_worker_h worker, void* buf, size_t length, uint64_t tag,
+                             uint64_t mask, UcxRequest& r);
+
 // Per-peer connection state.
 struct UcxPeer {
   ucp_ep_h data = nullptr;   // where this rank's tag messages to the peer go
