@@ -1,0 +1,230 @@
+#include "server/client/sharded_client.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+#include <thread>
+
+#include "absl/strings/str_format.h"
+#include "algorithms/compression/error_feedback.h"
+#include "common/status.h"
+
+namespace herd::server {
+namespace {
+
+using herd::v1::PullChunk;
+using herd::v1::PushChunk;
+
+std::string BytesOf(const float* data, int64_t count) {
+  return std::string(reinterpret_cast<const char*>(data), static_cast<size_t>(count) * 4);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ShardedPsClient>> ShardedPsClient::Connect(ShardedOptions options) {
+  auto c = std::unique_ptr<ShardedPsClient>(new ShardedPsClient(std::move(options)));
+  for (const auto& address : c->options_.addresses) {
+    PsClientOptions o = c->options_.client;
+    o.address = address;
+    HERD_ASSIGN_OR_RETURN(auto client, PsClient::Connect(o));
+    c->clients_.push_back(std::move(client));
+  }
+  for (const auto& chunk : c->options_.chunks) {
+    if (chunk.server < 0 || chunk.server >= static_cast<int>(c->clients_.size())) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("the shard map puts key %s on shard %d, but there are %d shard addresses",
+                          KeyName(chunk.key), chunk.server, c->clients_.size()));
+    }
+  }
+  return c;
+}
+
+absl::Status ShardedPsClient::ForEachShard(const std::function<absl::Status(int)>& fn) {
+  std::vector<absl::Status> results(clients_.size());
+  std::vector<std::thread> threads;
+  for (size_t s = 0; s < clients_.size(); ++s) {
+    threads.emplace_back([&, s] { results[s] = fn(static_cast<int>(s)); });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& st : results) HERD_RETURN_IF_ERROR(st);
+  return absl::OkStatus();
+}
+
+absl::Status ShardedPsClient::Init(const std::vector<std::vector<float>>& tensors) {
+  return ForEachShard([&](int s) -> absl::Status {
+    std::vector<herd::v1::InitKeyChunk> chunks;
+    for (const auto& c : options_.chunks) {
+      if (c.server != s) continue;
+      herd::v1::InitKeyChunk k;
+      k.set_job(options_.job);
+      k.set_worker(options_.worker);
+      k.set_tensor(c.key.tensor);
+      k.set_chunk(c.key.chunk);
+      k.set_values(BytesOf(tensors[c.key.tensor].data() + c.offset, c.count));
+      chunks.push_back(std::move(k));
+    }
+    return clients_[s]->InitKeys(chunks).status();
+  });
+}
+
+absl::Status ShardedPsClient::RoundOnShard(int shard, int64_t round,
+                                           const std::vector<PushChunk>& all,
+                                           std::vector<PullChunk>* out) {
+  const Deadline deadline = Deadline::After(options_.retry_for);
+  bool retrying = false;
+  for (;;) {
+    absl::Status st;
+    std::vector<PushChunk> todo;
+    std::vector<PullChunk> done;
+    if (!retrying) {
+      todo = all;
+    } else {
+      // Which keys finished this round before the shard went down? Those are not pushed again.
+      herd::v1::PullRequest req;
+      req.set_job(options_.job);
+      req.set_worker(options_.worker);
+      for (const auto& c : all) {
+        auto* k = req.add_keys();
+        k->set_tensor(c.tensor());
+        k->set_chunk(c.chunk());
+      }
+      auto current = clients_[shard]->Pull(req);
+      st = current.status();
+      if (st.ok()) {
+        std::set<KeyId> completed;
+        for (auto& p : *current) {
+          if (p.version() > round) {
+            completed.insert(KeyId{p.tensor(), p.chunk()});
+            done.push_back(std::move(p));
+          }
+        }
+        for (const auto& c : all) {
+          if (!completed.count(KeyId{c.tensor(), c.chunk()})) todo.push_back(c);
+        }
+      }
+    }
+    if (st.ok() && !todo.empty()) {
+      auto pulled = clients_[shard]->PushPull(todo);
+      st = pulled.status();
+      if (st.ok()) {
+        for (auto& p : *pulled) done.push_back(std::move(p));
+      }
+    }
+    if (st.ok()) {
+      *out = std::move(done);
+      return absl::OkStatus();
+    }
+    if (!absl::IsUnavailable(st) || deadline.expired()) return st;
+    retrying = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+absl::StatusOr<int64_t> ShardedPsClient::PushPull(int64_t round,
+                                                  const std::vector<std::vector<float>>& grads,
+                                                  std::vector<std::vector<float>>* params) {
+  params->resize(grads.size());
+  for (size_t t = 0; t < grads.size(); ++t) (*params)[t].resize(grads[t].size());
+  std::vector<int64_t> min_version(clients_.size(), INT64_MAX);
+  HERD_RETURN_IF_ERROR(ForEachShard([&](int s) -> absl::Status {
+    std::vector<PushChunk> chunks;
+    std::map<KeyId, const ChunkPlacement*> where;
+    for (const auto& c : options_.chunks) {
+      if (c.server != s) continue;
+      where[c.key] = &c;
+      PushChunk p;
+      p.set_job(options_.job);
+      p.set_worker(options_.worker);
+      p.set_tensor(c.key.tensor);
+      p.set_chunk(c.key.chunk);
+      p.set_round(round);
+      p.set_data(BytesOf(grads[c.key.tensor].data() + c.offset, c.count));
+      chunks.push_back(std::move(p));
+    }
+    std::vector<PullChunk> pulled;
+    HERD_RETURN_IF_ERROR(RoundOnShard(s, round, chunks, &pulled));
+    for (const auto& p : pulled) {
+      const ChunkPlacement* c = where.at(KeyId{p.tensor(), p.chunk()});
+      if (p.data().size() != static_cast<size_t>(c->count) * 4) {
+        return absl::DataLossError(absl::StrFormat("shard %d answered %d bytes for key %s", s,
+                                                   p.data().size(), KeyName(c->key)));
+      }
+      std::memcpy((*params)[c->key.tensor].data() + c->offset, p.data().data(), p.data().size());
+      min_version[s] = std::min(min_version[s], p.version());
+    }
+    return absl::OkStatus();
+  }));
+  return *std::min_element(min_version.begin(), min_version.end());
+}
+
+absl::StatusOr<int64_t> ShardedPsClient::PushPullCompressed(
+    compression::Compressor compressor, int64_t round, const std::vector<std::vector<float>>& grads,
+    std::vector<std::vector<float>>* sums) {
+  sums->resize(grads.size());
+  for (size_t t = 0; t < grads.size(); ++t) (*sums)[t].resize(grads[t].size());
+  // Compress on this thread: the residuals are this worker's state.
+  std::vector<std::vector<PushChunk>> per_shard(clients_.size());
+  std::vector<float> scratch;
+  for (const auto& c : options_.chunks) {
+    auto& delta = delta_[c.key];
+    delta.resize(c.count, 0.0f);
+    PushChunk p;
+    p.set_job(options_.job);
+    p.set_worker(options_.worker);
+    p.set_tensor(c.key.tensor);
+    p.set_chunk(c.key.chunk);
+    p.set_round(round);
+    compression::CompressWithFeedback(
+        compressor, std::span<const float>(grads[c.key.tensor].data() + c.offset, c.count), delta,
+        p.mutable_data(), &scratch);
+    per_shard[c.server].push_back(std::move(p));
+  }
+  std::vector<int64_t> min_version(clients_.size(), INT64_MAX);
+  HERD_RETURN_IF_ERROR(ForEachShard([&](int s) -> absl::Status {
+    std::vector<PullChunk> pulled;
+    HERD_RETURN_IF_ERROR(RoundOnShard(s, round, per_shard[s], &pulled));
+    for (const auto& p : pulled) {
+      for (const auto& c : options_.chunks) {
+        if (c.key != KeyId{p.tensor(), p.chunk()}) continue;
+        HERD_RETURN_IF_ERROR(compression::Decompress(
+            compressor, p.data(),
+            std::span<float>((*sums)[c.key.tensor].data() + c.offset, c.count)));
+      }
+      min_version[s] = std::min(min_version[s], p.version());
+    }
+    return absl::OkStatus();
+  }));
+  return *std::min_element(min_version.begin(), min_version.end());
+}
+
+absl::StatusOr<int64_t> ShardedPsClient::Pull(int64_t min_version,
+                                              std::vector<std::vector<float>>* params) {
+  int tensors = 0;
+  for (const auto& c : options_.chunks) tensors = std::max(tensors, c.key.tensor + 1);
+  if (static_cast<int>(params->size()) < tensors) params->resize(tensors);
+  std::vector<int64_t> versions(clients_.size(), INT64_MAX);
+  HERD_RETURN_IF_ERROR(ForEachShard([&](int s) -> absl::Status {
+    herd::v1::PullRequest req;
+    req.set_job(options_.job);
+    req.set_worker(options_.worker);
+    req.set_min_version(min_version);
+    HERD_ASSIGN_OR_RETURN(auto pulled, clients_[s]->Pull(req));
+    for (const auto& p : pulled) {
+      for (const auto& c : options_.chunks) {
+        if (c.key != KeyId{p.tensor(), p.chunk()}) continue;
+        auto& t = (*params)[c.key.tensor];
+        if (t.size() < static_cast<size_t>(c.offset + c.count)) t.resize(c.offset + c.count);
+        if (p.data().size() != static_cast<size_t>(c.count) * 4) {
+          return absl::DataLossError(absl::StrFormat("shard %d answered %d bytes for key %s", s,
+                                                     p.data().size(), KeyName(c.key)));
+        }
+        std::memcpy(t.data() + c.offset, p.data().data(), p.data().size());
+      }
+      versions[s] = std::min(versions[s], p.version());
+    }
+    return absl::OkStatus();
+  }));
+  return *std::min_element(versions.begin(), versions.end());
+}
+
+}  // namespace herd::server
