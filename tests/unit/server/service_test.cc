@@ -1,0 +1,115 @@
+// The gRPC edge in one process: a real ShardServer on loopback, real PsClients. Errors arrive
+// with the engine's precise codes, the token is enforced, health answers, and a push-pull
+// stream returns the round's parameters.
+
+#include "server/service.h"
+
+#include <gtest/gtest.h>
+
+#include "engine_test_util.h"
+#include "server/client/ps_client.h"
+
+namespace herd::server {
+namespace {
+
+using testing::Bytes;
+using testing::Floats;
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ServiceOptions options;
+    options.token = "s3cret";
+    auto server = ShardServer::Start(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    engine_ = Engine::Create(testing::SmallJob(Mode::kSync, 1), nullptr);
+  }
+  std::unique_ptr<PsClient> Client(const std::string& token) {
+    PsClientOptions o;
+    o.address = "127.0.0.1:" + std::to_string(server_->port());
+    o.token = token;
+    o.call_timeout = std::chrono::seconds(5);
+    return *PsClient::Connect(o);
+  }
+  static herd::v1::PushChunk Push(int tensor, int chunk, int64_t round, std::string data,
+                                  std::string job = "j") {
+    herd::v1::PushChunk p;
+    p.set_job(job);
+    p.set_tensor(tensor);
+    p.set_chunk(chunk);
+    p.set_round(round);
+    p.set_data(std::move(data));
+    return p;
+  }
+
+  std::unique_ptr<Engine> engine_;  // outlives the server (ShardServer::SetEngine)
+  std::unique_ptr<ShardServer> server_;
+};
+
+TEST_F(ServiceTest, StartingShardIsUnavailableThenServes) {
+  auto c = Client("s3cret");
+  EXPECT_EQ(c->Stats().status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(c->CheckHealth().ok());  // the process is up; the job's keys are not yet
+  server_->SetEngine(engine_.get());
+  auto stats = c->Stats();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->keys(), 2);
+  EXPECT_EQ(stats->mode(), "ps_sync");
+}
+
+TEST_F(ServiceTest, TokenIsRequired) {
+  server_->SetEngine(engine_.get());
+  EXPECT_EQ(Client("")->Stats().status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(Client("wrong")->Stats().status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_TRUE(Client("")->CheckHealth().ok());  // probes need no secret
+}
+
+TEST_F(ServiceTest, PushPullAndPreciseErrors) {
+  server_->SetEngine(engine_.get());
+  auto c = Client("s3cret");
+  herd::v1::InitKeyChunk init;
+  init.set_job("j");
+  init.set_values(Bytes({1, 2, 3, 4}));
+  auto inited = c->InitKeys({init, init});
+  ASSERT_TRUE(inited.ok()) << inited.status();
+  EXPECT_EQ(inited->initialized(), 1);
+  EXPECT_EQ(inited->already(), 1);
+
+  auto answered = c->PushPull({Push(0, 0, 0, Bytes({2, 2, 2, 2}))});
+  ASSERT_TRUE(answered.ok()) << answered.status();
+  ASSERT_EQ(answered->size(), 1u);
+  EXPECT_EQ((*answered)[0].version(), 1);
+  EXPECT_EQ(Floats((*answered)[0].data()), (std::vector<float>{0, 1, 2, 3}));
+
+  auto st = c->Push({Push(0, 0, 1, Bytes({1, 1, 1, 1}), "nope")}).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kNotFound) << st;
+  EXPECT_NE(st.message().find("job 'nope'"), absl::string_view::npos) << st;
+  st = c->Push({Push(0, 0, 1, Bytes({1}))}).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  st = c->Push({Push(1, 0, 1, Bytes({1, 1}))}).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kNotFound) << st;
+  EXPECT_NE(st.message().find("is on shard 1"), absl::string_view::npos) << st;
+  st = c->Push({Push(0, 0, 0, Bytes({1, 1, 1, 1}))}).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
+  st = c->Push({Push(0, 1, 0, Bytes({1, 1, 1}))}).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;  // never initialised
+
+  // Nothing of that changed the key; the shard still serves.
+  herd::v1::PullRequest pull;
+  pull.set_job("j");
+  pull.set_timeout_ms(100);
+  auto pulled = c->Pull(pull);  // every key: (0,1) has no value yet, so the wait runs out
+  EXPECT_EQ(pulled.status().code(), absl::StatusCode::kDeadlineExceeded) << pulled.status();
+  EXPECT_NE(pulled.status().message().find("not initialised"), absl::string_view::npos);
+  pull.add_keys()->set_tensor(0);
+  pulled = c->Pull(pull);
+  ASSERT_TRUE(pulled.ok()) << pulled.status();
+  EXPECT_EQ((*pulled)[0].version(), 1);
+  EXPECT_EQ(Floats((*pulled)[0].data()), (std::vector<float>{0, 1, 2, 3}));
+  EXPECT_EQ(c->Checkpoint("nope").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(*c->Checkpoint("j"), 1);
+}
+
+}  // namespace
+}  // namespace herd::server
