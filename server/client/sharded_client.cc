@@ -157,28 +157,46 @@ absl::StatusOr<int64_t> ShardedPsClient::PushPull(int64_t round,
   return *std::min_element(min_version.begin(), min_version.end());
 }
 
-absl::StatusOr<int64_t> ShardedPsClient::PushPullCompressed(
-    compression::Compressor compressor, int64_t round, const std::vector<std::vector<float>>& grads,
-    std::vector<std::vector<float>>* sums) {
-  sums->resize(grads.size());
-  for (size_t t = 0; t < grads.size(); ++t) (*sums)[t].resize(grads[t].size());
-  // Compress on this thread: the residuals are this worker's state.
+std::vector<std::vector<PushChunk>> ShardedPsClient::MakePushes(
+    int64_t round, const std::vector<std::vector<float>>& grads,
+    const compression::Compressor* compressor) {
   std::vector<std::vector<PushChunk>> per_shard(clients_.size());
   std::vector<float> scratch;
   for (const auto& c : options_.chunks) {
-    auto& delta = delta_[c.key];
-    delta.resize(c.count, 0.0f);
     PushChunk p;
     p.set_job(options_.job);
     p.set_worker(options_.worker);
     p.set_tensor(c.key.tensor);
     p.set_chunk(c.key.chunk);
     p.set_round(round);
-    compression::CompressWithFeedback(
-        compressor, std::span<const float>(grads[c.key.tensor].data() + c.offset, c.count), delta,
-        p.mutable_data(), &scratch);
+    const float* data = grads[c.key.tensor].data() + c.offset;
+    if (compressor == nullptr) {
+      p.set_data(BytesOf(data, c.count));
+    } else {
+      // The residuals are this worker's state: compress on this thread.
+      auto& delta = delta_[c.key];
+      delta.resize(c.count, 0.0f);
+      compression::CompressWithFeedback(*compressor, std::span<const float>(data, c.count), delta,
+                                        p.mutable_data(), &scratch);
+    }
     per_shard[c.server].push_back(std::move(p));
   }
+  return per_shard;
+}
+
+absl::Status ShardedPsClient::Push(int64_t round, const std::vector<std::vector<float>>& grads,
+                                   const compression::Compressor* compressor) {
+  auto per_shard = MakePushes(round, grads, compressor);
+  return ForEachShard(
+      [&](int s) -> absl::Status { return clients_[s]->Push(per_shard[s]).status(); });
+}
+
+absl::StatusOr<int64_t> ShardedPsClient::PushPullCompressed(
+    compression::Compressor compressor, int64_t round, const std::vector<std::vector<float>>& grads,
+    std::vector<std::vector<float>>* sums) {
+  sums->resize(grads.size());
+  for (size_t t = 0; t < grads.size(); ++t) (*sums)[t].resize(grads[t].size());
+  auto per_shard = MakePushes(round, grads, &compressor);
   std::vector<int64_t> min_version(clients_.size(), INT64_MAX);
   HERD_RETURN_IF_ERROR(ForEachShard([&](int s) -> absl::Status {
     std::vector<PullChunk> pulled;

@@ -8,6 +8,7 @@
 // before the crash, written, but not acknowledged) and pushing only the others. Not
 // thread-safe: one per worker.
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -52,6 +53,10 @@ class ShardedPsClient {
   absl::StatusOr<int64_t> PushPullCompressed(compression::Compressor compressor, int64_t round,
                                              const std::vector<std::vector<float>>& grads,
                                              std::vector<std::vector<float>>* sums);
+  // Push only (ps_sync / ps_async: fp32; ps_ec when `compressor` is set: compressed with this
+  // worker's residuals). No retry. Returns once every shard acknowledged.
+  absl::Status Push(int64_t round, const std::vector<std::vector<float>>& grads,
+                    const compression::Compressor* compressor = nullptr);
   // The current parameters (at least `min_version` on every key).
   absl::StatusOr<int64_t> Pull(int64_t min_version, std::vector<std::vector<float>>* params);
   // This worker's ps_ec residual of a key (zeros before the first push).
@@ -63,6 +68,10 @@ class ShardedPsClient {
   explicit ShardedPsClient(ShardedOptions options) : options_(std::move(options)) {}
   // Runs fn(shard id) for every shard on its own thread; the first error wins.
   absl::Status ForEachShard(const std::function<absl::Status(int)>& fn);
+  // The push chunks of every shard (compressed when `compressor` is set).
+  std::vector<std::vector<herd::v1::PushChunk>> MakePushes(
+      int64_t round, const std::vector<std::vector<float>>& grads,
+      const compression::Compressor* compressor);
   absl::Status RoundOnShard(int shard, int64_t round, const std::vector<herd::v1::PushChunk>& all,
                             std::vector<herd::v1::PullChunk>* out);
 
