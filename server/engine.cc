@@ -217,12 +217,7 @@ absl::StatusOr<Pulled> Engine::Pull(std::string_view job, int worker, KeyId key,
     }
   }
   HERD_RETURN_IF_ERROR(Usable());
-  if (config_.mode == Mode::kEc && ks.version == 0) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "key %s has no completed round yet: ps_ec serves the compressed sum of a round; pull "
-        "with min_version >= 1",
-        KeyName(key)));
-  }
+  // ps_ec before its first round: version 0 and no payload (there is no sum yet).
   Pulled out{ks.version, PullPayloadLocked(ks)};
   pulls_.fetch_add(1, std::memory_order_relaxed);
   return out;

@@ -82,5 +82,14 @@ TEST(EcEngineTest, UndecodablePayloadIsRefusedAndTheRoundGoesOn) {
   EXPECT_EQ(sum, (std::vector<float>{2, 2, 2, 2}));
 }
 
+TEST(EcEngineTest, BeforeTheFirstRoundAPullHasVersionZeroAndNoPayload) {
+  auto e = Engine::Create(testing::SmallJob(Mode::kEc, 1), nullptr);
+  ASSERT_TRUE(*e->Init("j", kA, Bytes({0, 0, 0, 0})));
+  auto pulled = e->Pull("j", 0, kA, 0, Later());
+  ASSERT_TRUE(pulled.ok()) << pulled.status();
+  EXPECT_EQ(pulled->version, 0);
+  EXPECT_TRUE(pulled->data.empty());
+}
+
 }  // namespace
 }  // namespace herd::server
