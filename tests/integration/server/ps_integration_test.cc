@@ -288,5 +288,84 @@ TEST_F(PsIntegrationTest, ShardKilledMidRoundRestartsAndNothingAcknowledgedIsLos
   EXPECT_TRUE((*c1)->CheckHealth().ok());
 }
 
+// ps_async with staleness 0: worker 0 runs ahead and waits for worker 1; worker 1 stops
+// heartbeating, the scheduler declares it dead, the shard learns it from the plan and lets
+// worker 0 go on without it.
+TEST_F(PsIntegrationTest, AsyncBoundDropsAWorkerTheSchedulerDeclaredDead) {
+  scheduler_.Start((dir_ / "scheduler").string(), 0, {"--heartbeat-timeout", "1s"});
+  auto sched = scheduler::SchedulerClient::Connect({scheduler_.address()});
+  ASSERT_TRUE(sched.ok());
+  herd::v1::JobSpec spec;
+  spec.set_name("psjob");
+  spec.mutable_mode()->set_mode("ps_async");
+  spec.mutable_mode()->set_staleness(0);
+  spec.set_workers(2);
+  spec.set_servers(1);
+  auto* ts = spec.add_tensors();
+  ts->set_name("w");
+  ts->add_shape(64);
+  ts->set_dtype("fp32");
+  ASSERT_TRUE((*sched)->SubmitJob(spec).ok());
+  StartShard(0, 0);
+  // Both workers register (the job starts), only worker 0 keeps heartbeating.
+  std::vector<uint64_t> node(2);
+  for (int w = 0; w < 2; ++w) {
+    herd::v1::RegisterNodeRequest req;
+    req.set_job("psjob");
+    req.set_role(herd::v1::ROLE_WORKER);
+    req.set_name("w" + std::to_string(w));
+    req.set_requested_rank(w);
+    auto reg = (*sched)->RegisterNode(req);
+    ASSERT_TRUE(reg.ok()) << reg.status();
+    node[w] = reg->node_id();
+  }
+  std::atomic<bool> stop{false};
+  std::thread beats([&] {
+    herd::v1::HeartbeatRequest hb;
+    hb.set_job("psjob");
+    hb.set_node_id(node[0]);
+    while (!stop.load()) {
+      (void)(*sched)->Heartbeat(hb);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  auto job = (*sched)->GetJob("psjob");
+  ASSERT_TRUE(job.ok());
+  ShardedOptions base;
+  base.job = "psjob";
+  base.addresses = {"127.0.0.1:" + std::to_string(shards_[0].port())};
+  base.chunks = {{KeyId{0, 0}, 0, 64, 0}};
+  auto make = [&](int w) {
+    auto o = base;
+    o.worker = w;
+    return std::move(*ShardedPsClient::Connect(o));
+  };
+  auto w0 = make(0), w1 = make(1);
+  const std::vector<std::vector<float>> model = {std::vector<float>(64, 1.0f)};
+  const std::vector<std::vector<float>> grad = {std::vector<float>(64, 0.1f)};
+  ASSERT_TRUE(w0->Init(model).ok());
+  ASSERT_TRUE(w0->Push(0, grad).ok());
+  ASSERT_TRUE(w1->Push(0, grad).ok());
+  ASSERT_TRUE(w0->Push(1, grad).ok());  // clocks 2 and 1: the bound is reached
+  std::atomic<bool> done{false};
+  absl::Status ahead;
+  std::thread runner([&] {
+    ahead = w0->Push(2, grad);  // waits for worker 1 ...
+    done.store(true);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(done.load()) << "worker 0 ran more than s = 0 ahead of a live worker";
+  // ... until the scheduler declares worker 1 dead (1 s without heartbeats).
+  runner.join();
+  stop.store(true);
+  beats.join();
+  EXPECT_TRUE(ahead.ok()) << ahead;
+  std::vector<std::vector<float>> params;
+  auto version = w0->Pull(0, &params);
+  ASSERT_TRUE(version.ok()) << version.status();
+  EXPECT_EQ(*version, 4);  // every push applied once
+  EXPECT_NEAR(params[0][0], 1.0f - 4 * 0.01f * 0.1f, 1e-6);
+}
+
 }  // namespace
 }  // namespace herd::server
