@@ -5,6 +5,10 @@
 #include "server/service.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
 
 #include "engine_test_util.h"
 #include "server/client/ps_client.h"
@@ -109,6 +113,45 @@ TEST_F(ServiceTest, PushPullAndPreciseErrors) {
   EXPECT_EQ(Floats((*pulled)[0].data()), (std::vector<float>{0, 1, 2, 3}));
   EXPECT_EQ(c->Checkpoint("nope").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(*c->Checkpoint("j"), 1);
+}
+
+TEST(ServiceTlsTest, ServesTlsAndRefusesPlaintext) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("herd_ps_tls_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string cert = (dir / "cert.pem").string(), key = (dir / "key.pem").string();
+  const std::string cmd =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost -addext "
+      "subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " +
+      key + " -out " + cert + " >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "openssl cannot make a test certificate";
+  auto engine = Engine::Create(testing::SmallJob(Mode::kSync, 1), nullptr);
+  ServiceOptions options;
+  options.tls_cert_file = cert;
+  options.tls_key_file = key;
+  auto server = ShardServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  (*server)->SetEngine(engine.get());
+  PsClientOptions o;
+  o.address = "127.0.0.1:" + std::to_string((*server)->port());
+  o.call_timeout = std::chrono::seconds(5);
+  auto plain = *PsClient::Connect(o);
+  EXPECT_EQ(plain->Stats().status().code(), absl::StatusCode::kUnavailable);
+  o.tls = true;
+  o.tls_ca_file = cert;
+  auto tls = *PsClient::Connect(o);
+  auto stats = tls->Stats();
+  EXPECT_TRUE(stats.ok()) << stats.status();
+  (*server)->Shutdown();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ServiceTlsTest, HalfATlsConfigurationIsRefused) {
+  ServiceOptions options;
+  options.tls_cert_file = "/nonexistent/cert.pem";
+  EXPECT_EQ(ShardServer::Start(options).status().code(), absl::StatusCode::kInvalidArgument);
+  options.tls_key_file = "/nonexistent/key.pem";
+  EXPECT_EQ(ShardServer::Start(options).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
