@@ -7,6 +7,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
@@ -21,6 +22,8 @@ using herd::v1::PushChunk;
 
 // The longest a call waits when the client gave no deadline.
 constexpr auto kMaxWait = std::chrono::minutes(10);
+// Waits are cut in slices this long so a call whose client went away frees its thread.
+constexpr auto kWaitSlice = std::chrono::milliseconds(200);
 // gRPC messages: a chunk of a few MiB plus its header.
 constexpr int kMaxMessageBytes = 64 << 20;
 
@@ -46,6 +49,25 @@ absl::StatusOr<std::string> ReadPem(const std::string& path, const char* what) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// Runs `wait(slice_deadline)` until it returns anything but a slice's DEADLINE_EXCEEDED: the
+// call's own deadline passed, or the client cancelled (then CANCELLED).
+template <typename Wait>
+auto Sliced(const ServerContext* ctx, Deadline deadline, Wait wait) -> decltype(wait(deadline)) {
+  for (;;) {
+    const Deadline slice(std::min(deadline.at(), Deadline::After(kWaitSlice).at()));
+    auto result = wait(slice);
+    if (ctx->IsCancelled()) return absl::CancelledError("the client cancelled the call");
+    const absl::Status st = [&] {
+      if constexpr (std::is_same_v<decltype(result), absl::Status>) {
+        return result;
+      } else {
+        return result.status();
+      }
+    }();
+    if (!absl::IsDeadlineExceeded(st) || deadline.expired()) return result;
+  }
 }
 
 PushArgs ArgsOf(const PushChunk& c) {
@@ -88,7 +110,8 @@ class PsService final : public herd::v1::ParameterServer::Service {
     if (config.durability.kind == Durability::Kind::kEveryRound && config.mode != Mode::kAsync) {
       const Deadline deadline = CallDeadline(ctx);
       for (const auto& [key, round] : rounds) {
-        if (auto st = e->WaitRound(key, round, deadline); !st.ok()) return ToGrpc(st);
+        auto st = Sliced(ctx, deadline, [&](Deadline d) { return e->WaitRound(key, round, d); });
+        if (!st.ok()) return ToGrpc(st);
       }
     }
     return grpc::Status::OK;
@@ -103,7 +126,7 @@ class PsService final : public herd::v1::ParameterServer::Service {
     if (keys.empty()) keys = e->Keys();
     const Deadline deadline = CallDeadline(ctx, req->timeout_ms());
     for (const KeyId& key : keys) {
-      auto st = Send(e, writer, req->job(), req->worker(), key, req->min_version(), deadline);
+      auto st = Send(ctx, e, writer, req->job(), req->worker(), key, req->min_version(), deadline);
       if (!st.ok()) return st;
     }
     return grpc::Status::OK;
@@ -120,7 +143,7 @@ class PsService final : public herd::v1::ParameterServer::Service {
     const Deadline deadline = CallDeadline(ctx);
     const bool async = e->config().mode == Mode::kAsync;
     for (const auto& [key, round] : rounds) {
-      auto st = Send(e, stream, job, worker, key, async ? 0 : round + 1, deadline);
+      auto st = Send(ctx, e, stream, job, worker, key, async ? 0 : round + 1, deadline);
       if (!st.ok()) return st;
     }
     return grpc::Status::OK;
@@ -195,9 +218,10 @@ class PsService final : public herd::v1::ParameterServer::Service {
   }
 
   template <typename Writer>
-  grpc::Status Send(Engine* e, Writer* writer, const std::string& job, int worker, KeyId key,
-                    int64_t min_version, Deadline deadline) {
-    auto pulled = e->Pull(job, worker, key, min_version, deadline);
+  grpc::Status Send(const ServerContext* ctx, Engine* e, Writer* writer, const std::string& job,
+                    int worker, KeyId key, int64_t min_version, Deadline deadline) {
+    auto pulled = Sliced(ctx, deadline,
+                         [&](Deadline d) { return e->Pull(job, worker, key, min_version, d); });
     if (!pulled.ok()) return ToGrpc(pulled.status());
     PullChunk out;
     out.set_tensor(key.tensor);
