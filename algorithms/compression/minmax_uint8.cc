@@ -28,21 +28,28 @@ void MinMaxEncode(std::span<const float> in, uint8_t* out) {
   float lo = 0.0f, hi = 0.0f;
   if (!in.empty()) {
     lo = hi = Finite(in[0]);
+    // NaNs lose every comparison and so never become an end of the range; infinities are
+    // clamped below.
     for (float v : in) {
-      const float f = Finite(v);
-      lo = std::min(lo, f);
-      hi = std::max(hi, f);
+      lo = v < lo ? v : lo;
+      hi = v > hi ? v : hi;
     }
+    lo = Finite(lo);
+    hi = Finite(hi);
   }
   std::memcpy(out, &lo, sizeof(float));
   std::memcpy(out + sizeof(float), &hi, sizeof(float));
   uint8_t* q = out + kHeader;
-  // In double: hi - lo can overflow float when the range spans most of it.
+  // The range in double: hi - lo can overflow float when it spans most of it.
   const double range = static_cast<double>(hi) - lo;
-  const double scale = range > 0 ? 255.0 / range : 0.0;
+  const float scale = range > 0 ? static_cast<float>(255.0 / range) : 0.0f;
+  // Float arithmetic and branch-free clamps so the compiler vectorises the loop; + 0.5 and
+  // truncation round to the nearest level. NaN fails `t > 0` and becomes level 0.
   for (size_t i = 0; i < in.size(); ++i) {
-    const double level = std::nearbyint((static_cast<double>(Finite(in[i])) - lo) * scale);
-    q[i] = static_cast<uint8_t>(std::clamp(level, 0.0, 255.0));
+    float t = (in[i] - lo) * scale + 0.5f;
+    t = t > 0.0f ? t : 0.0f;
+    t = t < 255.0f ? t : 255.0f;
+    q[i] = static_cast<uint8_t>(t);
   }
 }
 

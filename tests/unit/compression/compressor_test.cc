@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -49,6 +50,17 @@ TEST(CompressorTest, MinMaxIsExactForConstants) {
   Compress(Compressor::kMinMaxUInt8, in, &bytes);
   ASSERT_TRUE(Decompress(Compressor::kMinMaxUInt8, bytes, out).ok());
   for (float v : out) EXPECT_EQ(v, 2.5f);
+}
+
+TEST(CompressorTest, NonFiniteInputsKeepTheEncodingDecodable) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> in = {1.0f, std::nanf(""), inf, -2.0f, -inf}, out(5);
+  for (Compressor c : {Compressor::kMinMaxUInt8, Compressor::kSign}) {
+    std::string bytes;
+    Compress(c, in, &bytes);
+    ASSERT_TRUE(Decompress(c, bytes, out).ok()) << CompressorName(c);
+    for (float v : out) EXPECT_TRUE(std::isfinite(v)) << CompressorName(c);
+  }
 }
 
 TEST(CompressorTest, SignKeepsSignsAndMeanMagnitude) {
