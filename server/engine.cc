@@ -140,6 +140,7 @@ absl::Status Engine::Restore(const KeyRecord& r) {
   ks.clocks = r.clocks;
   ks.version = r.version;
   ks.initialized = true;
+  ks.params_durable = true;
   return absl::OkStatus();
 }
 
@@ -241,6 +242,7 @@ absl::Status Engine::WriteLocked(KeyState& ks, KeyId key) {
   if (writer_ == nullptr) return absl::OkStatus();
   KeyRecordView view{key,      ks.version, ks.params, ks.slot0,
                      ks.slot1, ks.epsilon, ks.result, ks.clocks};
+  if (config_.mode == Mode::kEc && ks.params_durable) view.params = {};
   absl::Status st = writer_->Write(config_.job, view);
   if (!st.ok()) {
     std::lock_guard<std::mutex> lock(failure_mu_);
@@ -253,6 +255,7 @@ absl::Status Engine::WriteLocked(KeyState& ks, KeyId key) {
     return failure_;
   }
   ks.rounds_since_write = 0;
+  ks.params_durable = true;
   writes_.fetch_add(1, std::memory_order_relaxed);
   return absl::OkStatus();
 }

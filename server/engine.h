@@ -110,6 +110,8 @@ class Engine {
     // ps_async.
     std::vector<int64_t> clocks;
     int64_t rounds_since_write = 0;
+    // ps_ec never changes the parameters after InitKeys: once on disk they are not rewritten.
+    bool params_durable = false;
   };
 
   Engine(ShardConfig config, KeyWriter* writer);

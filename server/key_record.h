@@ -16,7 +16,7 @@ namespace herd::server {
 struct KeyRecordView {
   KeyId key;
   int64_t version = 0;
-  std::span<const float> params;
+  std::span<const float> params;        // empty: unchanged since the last write (ps_ec)
   std::span<const float> slot0, slot1;  // optimizer state (empty when unused)
   std::span<const float> epsilon;       // ps_ec server residual (empty otherwise)
   std::string_view result;              // ps_ec compressed result of the last round

@@ -89,7 +89,8 @@ ShardStore::~ShardStore() {
 absl::Status ShardStore::Write(const std::string& job, const KeyRecordView& r) {
   const std::string key = RowKey(job, r.key);
   rocksdb::WriteBatch batch;
-  batch.Put(handles_[kParams], key, Floats(r.params));
+  // Empty parameters: unchanged since they were last written (ps_ec); keep that row.
+  if (!r.params.empty()) batch.Put(handles_[kParams], key, Floats(r.params));
   if (!r.slot0.empty() || !r.slot1.empty()) {
     const rocksdb::Slice key_slice(key);
     const rocksdb::Slice parts[2] = {Floats(r.slot0), Floats(r.slot1)};
