@@ -129,16 +129,17 @@ class PsIntegrationTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
-  std::vector<std::string> ShardArgs(int shard, int port) {
+  std::vector<std::string> ShardArgs(int shard, int port,
+                                     const std::string& durability = "every-round") {
     return {"--scheduler",  scheduler_.address(),
             "--job",        "psjob",
             "--state",      (dir_ / ("shard" + std::to_string(shard))).string(),
             "--shard",      std::to_string(shard),
             "--listen",     "127.0.0.1:" + std::to_string(port),
-            "--durability", "every-round"};
+            "--durability", durability};
   }
-  void StartShard(int shard, int port) {
-    shards_[shard].Start(ShardArgs(shard, port),
+  void StartShard(int shard, int port, const std::string& durability = "every-round") {
+    shards_[shard].Start(ShardArgs(shard, port, durability),
                          (dir_ / ("shard" + std::to_string(shard) + ".port")).string(),
                          (dir_ / ("shard" + std::to_string(shard) + ".log")).string());
   }
@@ -365,6 +366,43 @@ TEST_F(PsIntegrationTest, AsyncBoundDropsAWorkerTheSchedulerDeclaredDead) {
   ASSERT_TRUE(version.ok()) << version.status();
   EXPECT_EQ(*version, 4);  // every push applied once
   EXPECT_NEAR(params[0][0], 1.0f - 4 * 0.01f * 0.1f, 1e-6);
+}
+
+// checkpoint-only writes nothing per round, but a clean stop (SIGTERM) writes everything: the
+// restarted shard serves the state of the last round.
+TEST_F(PsIntegrationTest, CheckpointOnlyShardKeepsItsStateOverACleanStop) {
+  scheduler_.Start((dir_ / "scheduler").string(), 0, {"--heartbeat-timeout", "1s"});
+  auto sched = scheduler::SchedulerClient::Connect({scheduler_.address()});
+  ASSERT_TRUE(sched.ok());
+  herd::v1::JobSpec spec;
+  spec.set_name("psjob");
+  spec.mutable_mode()->set_mode("ps_sync");
+  spec.set_workers(1);
+  spec.set_servers(1);
+  spec.mutable_optimizer()->set_learning_rate(0.5);
+  auto* ts = spec.add_tensors();
+  ts->set_name("w");
+  ts->add_shape(8);
+  ts->set_dtype("fp32");
+  ASSERT_TRUE((*sched)->SubmitJob(spec).ok());
+  StartShard(0, 0, "checkpoint-only");
+  ShardedOptions o;
+  o.job = "psjob";
+  o.addresses = {"127.0.0.1:" + std::to_string(shards_[0].port())};
+  o.chunks = {{KeyId{0, 0}, 0, 8, 0}};
+  auto w = std::move(*ShardedPsClient::Connect(o));
+  ASSERT_TRUE(w->Init({std::vector<float>(8, 1.0f)}).ok());
+  std::vector<std::vector<float>> params;
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_TRUE(w->PushPull(r, {std::vector<float>(8, 0.5f)}, &params).ok());
+  }
+  const int port = shards_[0].port();
+  shards_[0].Stop(SIGTERM);
+  StartShard(0, port, "checkpoint-only");
+  auto version = w->Pull(0, &params);
+  ASSERT_TRUE(version.ok()) << version.status();
+  EXPECT_EQ(*version, 3);
+  EXPECT_FLOAT_EQ(params[0][0], 1.0f - 3 * 0.5f * 0.5f);
 }
 
 }  // namespace
