@@ -70,54 +70,75 @@ absl::Status ShardedPsClient::Init(const std::vector<std::vector<float>>& tensor
 absl::Status ShardedPsClient::RoundOnShard(int shard, int64_t round,
                                            const std::vector<PushChunk>& all,
                                            std::vector<PullChunk>* out) {
-  const Deadline deadline = Deadline::After(options_.retry_for);
-  bool retrying = false;
-  for (;;) {
-    absl::Status st;
-    std::vector<PushChunk> todo;
-    std::vector<PullChunk> done;
-    if (!retrying) {
-      todo = all;
-    } else {
-      // Which keys finished this round before the shard went down? Those are not pushed again.
-      herd::v1::PullRequest req;
-      req.set_job(options_.job);
-      req.set_worker(options_.worker);
-      for (const auto& c : all) {
-        auto* k = req.add_keys();
-        k->set_tensor(c.tensor());
-        k->set_chunk(c.chunk());
-      }
-      auto current = clients_[shard]->Pull(req);
-      st = current.status();
-      if (st.ok()) {
-        std::set<KeyId> completed;
-        for (auto& p : *current) {
-          if (p.version() > round) {
-            completed.insert(KeyId{p.tensor(), p.chunk()});
-            done.push_back(std::move(p));
-          }
-        }
-        for (const auto& c : all) {
-          if (!completed.count(KeyId{c.tensor(), c.chunk()})) todo.push_back(c);
-        }
-      }
-    }
-    if (st.ok() && !todo.empty()) {
-      auto pulled = clients_[shard]->PushPull(todo);
-      st = pulled.status();
-      if (st.ok()) {
-        for (auto& p : *pulled) done.push_back(std::move(p));
-      }
-    }
-    if (st.ok()) {
-      *out = std::move(done);
-      return absl::OkStatus();
-    }
-    if (!absl::IsUnavailable(st) || deadline.expired()) return st;
-    retrying = true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto pushed = clients_[shard]->PushPull(all);
+  if (pushed.ok() || !absl::IsUnavailable(pushed.status())) {
+    if (pushed.ok()) *out = std::move(*pushed);
+    return pushed.status();
   }
+  // The shard went away (or the connection did). Some of these pushes may have been applied
+  // (and, under every-round, written) without an answer; others were lost with the shard.
+  const Deadline deadline = Deadline::After(options_.retry_for);
+  absl::Status st = pushed.status();
+  while (!deadline.expired()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    st = ResumeOnShard(shard, round, all, out);
+    if (st.ok() || !absl::IsUnavailable(st)) return st;
+  }
+  return st;
+}
+
+absl::Status ShardedPsClient::ResumeOnShard(int shard, int64_t round,
+                                            const std::vector<PushChunk>& all,
+                                            std::vector<PullChunk>* out) {
+  PsClient& c = *clients_[shard];
+  auto pull_one = [&](const PushChunk& chunk, int64_t min_version) -> absl::Status {
+    herd::v1::PullRequest req;
+    req.set_job(options_.job);
+    req.set_worker(options_.worker);
+    req.set_min_version(min_version);
+    auto* k = req.add_keys();
+    k->set_tensor(chunk.tensor());
+    k->set_chunk(chunk.chunk());
+    HERD_ASSIGN_OR_RETURN(auto got, c.Pull(req));
+    for (auto& p : got) out->push_back(std::move(p));
+    return absl::OkStatus();
+  };
+  out->clear();
+  // ps_sync / ps_ec: a key whose version passed `round` finished the round; its push is not
+  // sent again. ps_async versions count every worker's pushes and say nothing about ours.
+  std::set<KeyId> completed;
+  if (!options_.async) {
+    herd::v1::PullRequest req;
+    req.set_job(options_.job);
+    req.set_worker(options_.worker);
+    for (const auto& chunk : all) {
+      auto* k = req.add_keys();
+      k->set_tensor(chunk.tensor());
+      k->set_chunk(chunk.chunk());
+    }
+    HERD_ASSIGN_OR_RETURN(auto current, c.Pull(req));
+    for (auto& p : current) {
+      if (p.version() > round) {
+        completed.insert(KeyId{p.tensor(), p.chunk()});
+        out->push_back(std::move(p));
+      }
+    }
+  }
+  // The others one by one, so that a push the shard already holds (ALREADY_EXISTS: it did not
+  // go away after all, or it applied our ps_async clock) does not stop the rest.
+  const int64_t after = options_.async ? 0 : round + 1;
+  for (const auto& chunk : all) {
+    if (completed.count(KeyId{chunk.tensor(), chunk.chunk()})) continue;
+    auto got = c.PushPull({chunk});
+    if (got.ok()) {
+      for (auto& p : *got) out->push_back(std::move(p));
+    } else if (absl::IsAlreadyExists(got.status())) {
+      HERD_RETURN_IF_ERROR(pull_one(chunk, after));
+    } else {
+      return got.status();
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int64_t> ShardedPsClient::PushPull(int64_t round,

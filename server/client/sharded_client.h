@@ -3,10 +3,11 @@
 // chunks, talks to every shard at once (one thread per shard), and reassembles. Keeps the
 // worker side of ps_ec: the residual delta of each key (algorithms/compression).
 //
-// Rounds survive a shard restart: PushPull retries a shard that answers UNAVAILABLE until its
-// deadline, first asking which keys already completed the round (their push was applied
-// before the crash, written, but not acknowledged) and pushing only the others. Not
-// thread-safe: one per worker.
+// Rounds survive a shard restart: PushPull retries a shard that answers UNAVAILABLE until
+// `retry_for`, first asking which keys already completed the round (their push was applied
+// before the crash, written, but not acknowledged) and then pushing the others one by one,
+// taking ALREADY_EXISTS as "the shard has it" (a connection that failed while the shard
+// lived). Not thread-safe: one per worker.
 
 #include <functional>
 #include <map>
@@ -35,6 +36,7 @@ struct ShardedOptions {
   std::vector<ChunkPlacement> chunks;          // the plan's shard map
   PsClientOptions client;                      // address is filled per shard
   std::chrono::milliseconds retry_for{30000};  // how long PushPull rides out a shard restart
+  bool async = false;  // the job runs ps_async (the round of a push is the worker's clock)
 };
 
 class ShardedPsClient {
@@ -74,6 +76,9 @@ class ShardedPsClient {
       const compression::Compressor* compressor);
   absl::Status RoundOnShard(int shard, int64_t round, const std::vector<herd::v1::PushChunk>& all,
                             std::vector<herd::v1::PullChunk>* out);
+  // One attempt to finish a round on a shard after the connection failed mid-round.
+  absl::Status ResumeOnShard(int shard, int64_t round, const std::vector<herd::v1::PushChunk>& all,
+                             std::vector<herd::v1::PullChunk>* out);
 
   ShardedOptions options_;
   std::vector<std::unique_ptr<PsClient>> clients_;

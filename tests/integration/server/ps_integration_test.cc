@@ -336,6 +336,7 @@ TEST_F(PsIntegrationTest, AsyncBoundDropsAWorkerTheSchedulerDeclaredDead) {
   base.job = "psjob";
   base.addresses = {"127.0.0.1:" + std::to_string(shards_[0].port())};
   base.chunks = {{KeyId{0, 0}, 0, 64, 0}};
+  base.async = true;
   auto make = [&](int w) {
     auto o = base;
     o.worker = w;
