@@ -30,6 +30,7 @@ absl::StatusOr<std::unique_ptr<ShardedPsClient>> ShardedPsClient::Connect(Sharde
     c->clients_.push_back(std::move(client));
   }
   for (const auto& chunk : c->options_.chunks) {
+    c->index_[chunk.key] = &chunk;
     if (chunk.server < 0 || chunk.server >= static_cast<int>(c->clients_.size())) {
       return absl::InvalidArgumentError(
           absl::StrFormat("the shard map puts key %s on shard %d, but there are %d shard addresses",
@@ -37,6 +38,15 @@ absl::StatusOr<std::unique_ptr<ShardedPsClient>> ShardedPsClient::Connect(Sharde
     }
   }
   return c;
+}
+
+absl::StatusOr<const ChunkPlacement*> ShardedPsClient::Find(int shard, const PullChunk& p) const {
+  auto it = index_.find(KeyId{p.tensor(), p.chunk()});
+  if (it == index_.end() || it->second->server != shard) {
+    return absl::DataLossError(absl::StrFormat("shard %d answered key %s, which is not its own",
+                                               shard, KeyName(KeyId{p.tensor(), p.chunk()})));
+  }
+  return it->second;
 }
 
 absl::Status ShardedPsClient::ForEachShard(const std::function<absl::Status(int)>& fn) {
@@ -149,10 +159,8 @@ absl::StatusOr<int64_t> ShardedPsClient::PushPull(int64_t round,
   std::vector<int64_t> min_version(clients_.size(), INT64_MAX);
   HERD_RETURN_IF_ERROR(ForEachShard([&](int s) -> absl::Status {
     std::vector<PushChunk> chunks;
-    std::map<KeyId, const ChunkPlacement*> where;
     for (const auto& c : options_.chunks) {
       if (c.server != s) continue;
-      where[c.key] = &c;
       PushChunk p;
       p.set_job(options_.job);
       p.set_worker(options_.worker);
@@ -165,7 +173,7 @@ absl::StatusOr<int64_t> ShardedPsClient::PushPull(int64_t round,
     std::vector<PullChunk> pulled;
     HERD_RETURN_IF_ERROR(RoundOnShard(s, round, chunks, &pulled));
     for (const auto& p : pulled) {
-      const ChunkPlacement* c = where.at(KeyId{p.tensor(), p.chunk()});
+      HERD_ASSIGN_OR_RETURN(const ChunkPlacement* c, Find(s, p));
       if (p.data().size() != static_cast<size_t>(c->count) * 4) {
         return absl::DataLossError(absl::StrFormat("shard %d answered %d bytes for key %s", s,
                                                    p.data().size(), KeyName(c->key)));
@@ -223,12 +231,10 @@ absl::StatusOr<int64_t> ShardedPsClient::PushPullCompressed(
     std::vector<PullChunk> pulled;
     HERD_RETURN_IF_ERROR(RoundOnShard(s, round, per_shard[s], &pulled));
     for (const auto& p : pulled) {
-      for (const auto& c : options_.chunks) {
-        if (c.key != KeyId{p.tensor(), p.chunk()}) continue;
-        HERD_RETURN_IF_ERROR(compression::Decompress(
-            compressor, p.data(),
-            std::span<float>((*sums)[c.key.tensor].data() + c.offset, c.count)));
-      }
+      HERD_ASSIGN_OR_RETURN(const ChunkPlacement* c, Find(s, p));
+      HERD_RETURN_IF_ERROR(compression::Decompress(
+          compressor, p.data(),
+          std::span<float>((*sums)[c->key.tensor].data() + c->offset, c->count)));
       min_version[s] = std::min(min_version[s], p.version());
     }
     return absl::OkStatus();
@@ -249,16 +255,14 @@ absl::StatusOr<int64_t> ShardedPsClient::Pull(int64_t min_version,
     req.set_min_version(min_version);
     HERD_ASSIGN_OR_RETURN(auto pulled, clients_[s]->Pull(req));
     for (const auto& p : pulled) {
-      for (const auto& c : options_.chunks) {
-        if (c.key != KeyId{p.tensor(), p.chunk()}) continue;
-        auto& t = (*params)[c.key.tensor];
-        if (t.size() < static_cast<size_t>(c.offset + c.count)) t.resize(c.offset + c.count);
-        if (p.data().size() != static_cast<size_t>(c.count) * 4) {
-          return absl::DataLossError(absl::StrFormat("shard %d answered %d bytes for key %s", s,
-                                                     p.data().size(), KeyName(c.key)));
-        }
-        std::memcpy(t.data() + c.offset, p.data().data(), p.data().size());
+      HERD_ASSIGN_OR_RETURN(const ChunkPlacement* c, Find(s, p));
+      auto& t = (*params)[c->key.tensor];
+      if (t.size() < static_cast<size_t>(c->offset + c->count)) t.resize(c->offset + c->count);
+      if (p.data().size() != static_cast<size_t>(c->count) * 4) {
+        return absl::DataLossError(absl::StrFormat("shard %d answered %d bytes for key %s", s,
+                                                   p.data().size(), KeyName(c->key)));
       }
+      std::memcpy(t.data() + c->offset, p.data().data(), p.data().size());
       versions[s] = std::min(versions[s], p.version());
     }
     return absl::OkStatus();

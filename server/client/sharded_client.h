@@ -80,7 +80,11 @@ class ShardedPsClient {
   absl::Status ResumeOnShard(int shard, int64_t round, const std::vector<herd::v1::PushChunk>& all,
                              std::vector<herd::v1::PullChunk>* out);
 
+  // The placement of a key a shard answered; DATA_LOSS for a key that is not that shard's.
+  absl::StatusOr<const ChunkPlacement*> Find(int shard, const herd::v1::PullChunk& p) const;
+
   ShardedOptions options_;
+  std::map<KeyId, const ChunkPlacement*> index_;  // into options_.chunks
   std::vector<std::unique_ptr<PsClient>> clients_;
   std::map<KeyId, std::vector<float>> delta_;
 };
