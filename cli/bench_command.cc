@@ -5,10 +5,15 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdio>
 #include <string>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "bench/collectives_driver.h"
+#include "bench/ps/ps_bench.h"
 #include "bench/rank_process.h"
+#include "bench/sizes.h"
 #include "bench/sweep_spec.h"
 #include "cli/command.h"
 
@@ -64,6 +69,37 @@ class BenchCommand : public Command {
     collectives_->add_flag("--busy-poll", busy_poll_,
                            "herd: spin in waits instead of sleeping (only with a core per rank)");
 
+    ps_ = app.add_subcommand(
+        "ps",
+        "Parameter-server push and pull goodput: fresh in-process shards (gRPC on loopback, "
+        "RocksDB state in a temporary directory) and worker clients on their own channels; "
+        "each worker pushes the whole model, then pulls it; goodput = workers x model bytes / "
+        "time, in gigabits/s (ps_ec: the uncompressed size)");
+    ps_->add_option("--modes", ps_modes_, "Comma-separated subset of ps_sync,ps_async,ps_ec")
+        ->capture_default_str();
+    ps_->add_option("--durability", ps_durability_,
+                    "Comma-separated durability policies (checkpoint-only, every-k:K, "
+                    "every-round)")
+        ->capture_default_str();
+    ps_->add_option("--shards", ps_shards_, "Comma-separated shard counts")->capture_default_str();
+    ps_->add_option("--workers", ps_workers_, "Comma-separated worker counts")
+        ->capture_default_str();
+    ps_->add_option("--sizes", ps_sizes_, "Comma-separated model sizes (e.g. 4MiB,120MB)")
+        ->capture_default_str();
+    ps_->add_option("--chunk-bytes", ps_chunk_, "Shard-map chunk bound (one message per chunk)")
+        ->capture_default_str();
+    ps_->add_option("--iters", ps_options_.iters, "Timed iterations (after one warm-up)")
+        ->check(CLI::Range(1, 1000))
+        ->capture_default_str();
+    ps_->add_option("--compressor", ps_options_.compressor, "ps_ec: minmax_uint8 | sign")
+        ->capture_default_str();
+    ps_->add_option("--state-dir", ps_options_.state_dir,
+                    "Where the shards' RocksDB directories go (default: a temporary directory; "
+                    "put it on the disk you want to measure)");
+    ps_->add_flag("--json", ps_options_.json,
+                  "One JSON object per configuration (mode, durability, shards, workers, bytes, "
+                  "iters, push_s, pull_s, push_gbps, pull_gbps)");
+
     // Hidden (empty group): started by `collectives` only, with the same sweep flags.
     rank_ = app.add_subcommand("collectives-rank", "one rank of herd bench collectives");
     rank_->group("");
@@ -77,10 +113,43 @@ class BenchCommand : public Command {
 
   int Run() override {
     if (rank_->parsed()) return RunRank();
+    if (ps_->parsed()) return RunPs();
     return RunCollectives();
   }
 
  private:
+  int RunPs() {
+    auto split = [](const std::string& csv) {
+      return std::vector<std::string>(absl::StrSplit(csv, ',', absl::SkipEmpty()));
+    };
+    ps_options_.modes = split(ps_modes_);
+    ps_options_.durabilities = split(ps_durability_);
+    ps_options_.shards.clear();
+    ps_options_.workers.clear();
+    for (const auto& [text, out] : {std::pair{ps_shards_, &ps_options_.shards},
+                                    std::pair{ps_workers_, &ps_options_.workers}}) {
+      for (const auto& n : split(text)) {
+        int v = 0;
+        if (!absl::SimpleAtoi(n, &v) || v < 1 || v > 64) {
+          return UsageError(*ps_, "'" + n + "' is not a count in 1..64");
+        }
+        out->push_back(v);
+      }
+    }
+    auto sizes = bench::ParseByteSizeList(ps_sizes_);
+    if (!sizes.ok()) return UsageError(*ps_, std::string(sizes.status().message()));
+    ps_options_.sizes.assign(sizes->begin(), sizes->end());
+    auto chunk = bench::ParseByteSize(ps_chunk_);
+    if (!chunk.ok()) return UsageError(*ps_, std::string(chunk.status().message()));
+    ps_options_.chunk_bytes = static_cast<int64_t>(*chunk);
+    auto st = bench::RunPsBench(ps_options_);
+    if (!st.ok()) {
+      std::fprintf(stderr, "herd bench ps: %s\n", std::string(st.message()).c_str());
+      return kExitFailure;
+    }
+    return kExitOk;
+  }
+
   int RunCollectives() {
     auto spec = flags_.ToSpec();
     if (!spec.ok()) return UsageError(*collectives_, std::string(spec.status().message()));
@@ -121,12 +190,22 @@ class BenchCommand : public Command {
   bool busy_poll_ = false;
   int rounds_ = 1;
 
+  CLI::App* ps_ = nullptr;
+  bench::PsBenchOptions ps_options_;
+  std::string ps_modes_ = "ps_sync,ps_async,ps_ec";
+  std::string ps_durability_ = "checkpoint-only,every-round";
+  std::string ps_shards_ = "1,2";
+  std::string ps_workers_ = "1,2,4";
+  std::string ps_sizes_ = "4MiB,16MiB,64MiB,256MiB";
+  std::string ps_chunk_ = "4MiB";
+
   bench::SweepFlags rank_flags_;
   bench::RankProcessOptions rank_options_;
 };
 
-HERD_REGISTER_COMMAND(BenchCommand, "bench", 60,
-                      "Benchmarks: herd's collectives beside OpenMPI and Gloo");
+HERD_REGISTER_COMMAND(
+    BenchCommand, "bench", 60,
+    "Benchmarks: herd's collectives beside OpenMPI and Gloo; the parameter server");
 
 }  // namespace
 }  // namespace herd::cli

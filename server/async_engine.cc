@@ -1,0 +1,62 @@
+// ps_async: every push is applied at once; bounded staleness on the per-key worker clocks.
+
+#include "absl/strings/str_format.h"
+#include "server/engines.h"
+
+namespace herd::server {
+
+std::pair<int64_t, int> AsyncEngine::SlowestLocked(const KeyState& ks) const {
+  int64_t slowest = INT64_MAX;
+  int who = -1;
+  for (int w = 0; w < config_.workers; ++w) {
+    if (LiveWorker(w) && ks.clocks[w] < slowest) {
+      slowest = ks.clocks[w];
+      who = w;
+    }
+  }
+  return {slowest, who};
+}
+
+absl::Status AsyncEngine::PushLocked(KeyState& ks, const PushArgs& args,
+                                     std::unique_lock<std::mutex>& lock, Deadline deadline) {
+  HERD_RETURN_IF_ERROR(CheckFp32Length(args, ks.count));
+  auto check_clock = [&]() -> absl::Status {
+    const int64_t clock = ks.clocks[args.worker];
+    if (args.round < clock) {
+      return absl::AlreadyExistsError(
+          absl::StrFormat("worker %d already pushed clock %d of key %s (its next clock is %d)",
+                          args.worker, args.round, KeyName(args.key), clock));
+    }
+    if (args.round > clock) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "worker %d pushed clock %d of key %s, but its next clock is %d (clocks go one by one)",
+          args.worker, args.round, KeyName(args.key), clock));
+    }
+    return absl::OkStatus();
+  };
+  HERD_RETURN_IF_ERROR(check_clock());
+  // Bounded staleness: wait while this worker is more than s ahead of the slowest live one.
+  const int64_t s = config_.staleness;
+  for (;;) {
+    HERD_RETURN_IF_ERROR(Usable());
+    auto [slowest, who] = SlowestLocked(ks);
+    if (who < 0 || args.round <= slowest + s) break;
+    if (ks.cv.wait_until(lock, deadline.at()) == std::cv_status::timeout) {
+      std::tie(slowest, who) = SlowestLocked(ks);
+      if (who >= 0 && args.round > slowest + s) {
+        return absl::DeadlineExceededError(absl::StrFormat(
+            "worker %d at clock %d of key %s waited for worker %d (clock %d) to come within "
+            "staleness %d, and the deadline passed",
+            args.worker, args.round, KeyName(args.key), who, slowest, s));
+      }
+    }
+    HERD_RETURN_IF_ERROR(check_clock());  // another call of the same worker may have won
+  }
+  const auto* grad = reinterpret_cast<const float*>(args.data.data());
+  ApplyOptimizer(config_.optimizer, ks.params, std::span<const float>(grad, ks.count), ks.slot0,
+                 ks.slot1, ks.version + 1);
+  ++ks.clocks[args.worker];
+  return CompleteRoundLocked(ks, args.key);
+}
+
+}  // namespace herd::server

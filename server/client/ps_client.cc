@@ -1,0 +1,184 @@
+#include "server/client/ps_client.h"
+
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+
+#include <condition_variable>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include "absl/strings/str_format.h"
+#include "herd/v1/ps.grpc.pb.h"
+
+namespace herd::server {
+namespace {
+
+using herd::v1::PullChunk;
+using herd::v1::PushChunk;
+
+class GrpcPsClient final : public PsClient {
+ public:
+  GrpcPsClient(const PsClientOptions& options, std::shared_ptr<grpc::Channel> channel)
+      : options_(options),
+        channel_(std::move(channel)),
+        stub_(herd::v1::ParameterServer::NewStub(channel_)) {}
+
+  absl::StatusOr<herd::v1::InitKeysResponse> InitKeys(
+      const std::vector<herd::v1::InitKeyChunk>& chunks) override {
+    grpc::ClientContext ctx;
+    Prepare(&ctx);
+    herd::v1::InitKeysResponse resp;
+    auto writer = stub_->InitKeys(&ctx, &resp);
+    for (const auto& c : chunks) {
+      if (!writer->Write(c)) break;  // the shard ended the call; Finish says why
+    }
+    writer->WritesDone();
+    if (auto st = Map(writer->Finish()); !st.ok()) return st;
+    return resp;
+  }
+
+  absl::StatusOr<int> Push(const std::vector<PushChunk>& chunks) override {
+    grpc::ClientContext ctx;
+    Prepare(&ctx);
+    herd::v1::PushResponse resp;
+    auto writer = stub_->Push(&ctx, &resp);
+    for (const auto& c : chunks) {
+      if (!writer->Write(c)) break;
+    }
+    writer->WritesDone();
+    if (auto st = Map(writer->Finish()); !st.ok()) return st;
+    return resp.chunks();
+  }
+
+  absl::StatusOr<std::vector<PullChunk>> Pull(const herd::v1::PullRequest& request) override {
+    grpc::ClientContext ctx;
+    Prepare(&ctx);
+    auto reader = stub_->Pull(&ctx, request);
+    std::vector<PullChunk> out;
+    PullChunk c;
+    while (reader->Read(&c)) out.push_back(std::move(c));
+    if (auto st = Map(reader->Finish()); !st.ok()) return st;
+    return out;
+  }
+
+  absl::StatusOr<std::vector<PullChunk>> PushPull(const std::vector<PushChunk>& chunks) override {
+    grpc::ClientContext ctx;
+    Prepare(&ctx);
+    auto stream = stub_->PushPull(&ctx);
+    for (const auto& c : chunks) {
+      if (!stream->Write(c)) break;
+    }
+    stream->WritesDone();
+    std::vector<PullChunk> out;
+    PullChunk c;
+    while (stream->Read(&c)) out.push_back(std::move(c));
+    if (auto st = Map(stream->Finish()); !st.ok()) return st;
+    return out;
+  }
+
+  absl::StatusOr<herd::v1::ShardStats> Stats() override {
+    grpc::ClientContext ctx;
+    Prepare(&ctx);
+    herd::v1::ShardStats resp;
+    if (auto st = Map(stub_->Stats(&ctx, herd::v1::StatsRequest(), &resp)); !st.ok()) return st;
+    return resp;
+  }
+
+  absl::StatusOr<int> Checkpoint(const std::string& job) override {
+    grpc::ClientContext ctx;
+    Prepare(&ctx);
+    herd::v1::CheckpointRequest req;
+    req.set_job(job);
+    herd::v1::CheckpointResponse resp;
+    if (auto st = Map(stub_->Checkpoint(&ctx, req, &resp)); !st.ok()) return st;
+    return resp.keys();
+  }
+
+  absl::Status CheckHealth() override {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + options_.call_timeout);
+    // grpc.health.v1.HealthCheckRequest{service: ""} is the empty message; a ByteBuffer
+    // without a slice is not a valid message.
+    grpc::Slice empty(std::string{});
+    grpc::ByteBuffer request(&empty, 1);
+    grpc::ByteBuffer response;
+    grpc::GenericStub generic(channel_);
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    grpc::Status result;
+    generic.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
+                      &response, [&](grpc::Status st) {
+                        std::lock_guard<std::mutex> lock(mu);
+                        result = st;
+                        done = true;
+                        cv.notify_all();
+                      });
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return done; });
+    if (auto st = Map(result); !st.ok()) return st;
+    // HealthCheckResponse{status: SERVING} is field 1, varint 1.
+    std::vector<grpc::Slice> slices;
+    std::string bytes;
+    if (response.Dump(&slices).ok()) {
+      for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    }
+    if (bytes != std::string("\x08\x01", 2)) {
+      return absl::UnavailableError(
+          absl::StrFormat("shard %s: health check says not serving", options_.address));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  void Prepare(grpc::ClientContext* ctx) const {
+    if (!options_.token.empty()) ctx->AddMetadata("authorization", "Bearer " + options_.token);
+    ctx->set_deadline(std::chrono::system_clock::now() + options_.call_timeout);
+  }
+
+  absl::Status Map(const grpc::Status& st) const {
+    if (st.ok()) return absl::OkStatus();
+    return absl::Status(static_cast<absl::StatusCode>(st.error_code()),
+                        absl::StrFormat("shard %s: %s", options_.address, st.error_message()));
+  }
+
+  const PsClientOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<herd::v1::ParameterServer::Stub> stub_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOptions& options) {
+  if (options.address.empty()) {
+    return absl::InvalidArgumentError("no parameter-server address (host:port)");
+  }
+  std::shared_ptr<grpc::ChannelCredentials> creds;
+  if (options.tls) {
+    grpc::SslCredentialsOptions ssl;
+    if (!options.tls_ca_file.empty()) {
+      std::ifstream in(options.tls_ca_file, std::ios::binary);
+      if (!in) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("cannot read the TLS CA file %s", options.tls_ca_file));
+      }
+      std::ostringstream ss;
+      ss << in.rdbuf();
+      ssl.pem_root_certs = ss.str();
+    }
+    creds = grpc::SslCredentials(ssl);
+  } else {
+    creds = grpc::InsecureChannelCredentials();
+  }
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  args.SetMaxSendMessageSize(64 << 20);
+  // Reconnect quickly after a shard restart instead of backing off for up to two minutes.
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  auto channel = grpc::CreateCustomChannel(options.address, creds, args);
+  return std::unique_ptr<PsClient>(new GrpcPsClient(options, std::move(channel)));
+}
+
+}  // namespace herd::server

@@ -1,0 +1,324 @@
+#include "server/engine.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_format.h"
+#include "common/status.h"
+#include "server/engines.h"
+
+namespace herd::server {
+
+std::unique_ptr<Engine> Engine::Create(ShardConfig config, KeyWriter* writer) {
+  switch (config.mode) {
+    case Mode::kSync:
+      return std::make_unique<SyncEngine>(std::move(config), writer);
+    case Mode::kAsync:
+      return std::make_unique<AsyncEngine>(std::move(config), writer);
+    case Mode::kEc:
+      return std::make_unique<EcEngine>(std::move(config), writer);
+  }
+  return nullptr;
+}
+
+Engine::Engine(ShardConfig config, KeyWriter* writer)
+    : config_(std::move(config)), writer_(writer), live_(config_.workers, true) {
+  const int slots = OptimizerSlots(config_.optimizer.kind);
+  for (const auto& [key, placement] : config_.keys) {
+    if (placement.server != config_.shard) continue;
+    auto ks = std::make_unique<KeyState>();
+    const size_t n = static_cast<size_t>(placement.count);
+    ks->count = placement.count;
+    ks->params.assign(n, 0.0f);
+    if (slots >= 1) ks->slot0.assign(n, 0.0f);
+    if (slots >= 2) ks->slot1.assign(n, 0.0f);
+    if (config_.mode != Mode::kAsync) {
+      ks->accum.assign(n, 0.0f);
+      ks->pushed.assign(config_.workers, false);
+    }
+    if (config_.mode == Mode::kEc) {
+      ks->epsilon.assign(n, 0.0f);
+    } else if (config_.mode == Mode::kAsync) {
+      ks->clocks.assign(config_.workers, 0);
+    }
+    keys_.emplace(key, std::move(ks));
+  }
+}
+
+absl::Status Engine::Usable() const {
+  if (shutdown_.load()) {
+    return absl::UnavailableError("the parameter-server shard is shutting down");
+  }
+  std::lock_guard<std::mutex> lock(failure_mu_);
+  return failure_;
+}
+
+absl::StatusOr<Engine::KeyState*> Engine::Lookup(std::string_view job, KeyId key) const {
+  HERD_RETURN_IF_ERROR(Usable());
+  if (job != config_.job) {
+    return absl::NotFoundError(
+        absl::StrFormat("job '%s' is not served by this shard (shard %d serves job '%s')",
+                        std::string(job), config_.shard, config_.job));
+  }
+  auto it = keys_.find(key);
+  if (it != keys_.end()) return it->second.get();
+  auto placed = config_.keys.find(key);
+  if (placed == config_.keys.end()) {
+    return absl::NotFoundError(absl::StrFormat("job '%s' has no key %s (see the plan's shard map)",
+                                               config_.job, KeyName(key)));
+  }
+  return absl::NotFoundError(absl::StrFormat("key %s of job '%s' is on shard %d, not on shard %d",
+                                             KeyName(key), config_.job, placed->second.server,
+                                             config_.shard));
+}
+
+absl::Status Engine::CheckWorker(int worker) const {
+  if (worker < 0 || worker >= config_.workers) {
+    return absl::NotFoundError(absl::StrFormat("worker rank %d is not in job '%s' (ranks 0..%d)",
+                                               worker, config_.job, config_.workers - 1));
+  }
+  return absl::OkStatus();
+}
+
+bool Engine::LiveWorker(int rank) const {
+  std::lock_guard<std::mutex> lock(live_mu_);
+  return rank >= 0 && rank < static_cast<int>(live_.size()) && live_[rank];
+}
+
+absl::StatusOr<bool> Engine::Init(std::string_view job, KeyId key, std::string_view values) {
+  auto ks_or = Lookup(job, key);
+  if (!ks_or.ok()) {
+    Reject();
+    return ks_or.status();
+  }
+  KeyState& ks = **ks_or;
+  std::lock_guard<std::mutex> lock(ks.mu);
+  if (values.size() != static_cast<size_t>(ks.count) * sizeof(float)) {
+    Reject();
+    return absl::InvalidArgumentError(
+        absl::StrFormat("initial value of %d bytes for key %s, which holds %d fp32 values "
+                        "(want %d bytes)",
+                        values.size(), KeyName(key), ks.count, ks.count * 4));
+  }
+  if (ks.initialized) return false;
+  std::memcpy(ks.params.data(), values.data(), values.size());
+  ks.initialized = true;
+  // An initial value is acknowledged state too; it is written like a round.
+  if (config_.durability.kind != Durability::Kind::kCheckpointOnly) {
+    HERD_RETURN_IF_ERROR(WriteLocked(ks, key));
+  }
+  ks.cv.notify_all();
+  return true;
+}
+
+absl::Status Engine::Restore(const KeyRecord& r) {
+  auto it = keys_.find(r.key);
+  if (it == keys_.end()) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "the state directory holds key %s of job '%s', which the plan does not put on shard %d "
+        "(was the directory used by another shard?)",
+        KeyName(r.key), config_.job, config_.shard));
+  }
+  KeyState& ks = *it->second;
+  std::lock_guard<std::mutex> lock(ks.mu);
+  auto same = [&](size_t got, size_t want, const char* what) -> absl::Status {
+    if (got == want) return absl::OkStatus();
+    return absl::DataLossError(absl::StrFormat(
+        "stored %s of key %s has %d values, the job's key has %d (different job spec?)", what,
+        KeyName(r.key), got, want));
+  };
+  HERD_RETURN_IF_ERROR(same(r.params.size(), ks.params.size(), "parameters"));
+  HERD_RETURN_IF_ERROR(same(r.slot0.size(), ks.slot0.size(), "optimizer state"));
+  HERD_RETURN_IF_ERROR(same(r.slot1.size(), ks.slot1.size(), "optimizer state"));
+  HERD_RETURN_IF_ERROR(same(r.epsilon.size(), ks.epsilon.size(), "residual"));
+  HERD_RETURN_IF_ERROR(same(r.clocks.size(), ks.clocks.size(), "worker clocks"));
+  ks.params = r.params;
+  ks.slot0 = r.slot0;
+  ks.slot1 = r.slot1;
+  ks.epsilon = r.epsilon;
+  ks.result = r.result;
+  ks.clocks = r.clocks;
+  ks.version = r.version;
+  ks.initialized = true;
+  ks.params_durable = true;
+  return absl::OkStatus();
+}
+
+absl::Status Engine::Push(const PushArgs& args, Deadline deadline) {
+  auto fail = [&](absl::Status st) {
+    Reject();
+    return st;
+  };
+  auto ks_or = Lookup(args.job, args.key);
+  if (!ks_or.ok()) return fail(ks_or.status());
+  if (auto st = CheckWorker(args.worker); !st.ok()) return fail(st);
+  if (!args.dtype.empty() && args.dtype != "fp32" && args.dtype != "float32") {
+    return fail(absl::InvalidArgumentError(
+        absl::StrFormat("push of dtype %s for key %s: this shard takes fp32 gradients",
+                        std::string(args.dtype), KeyName(args.key))));
+  }
+  KeyState& ks = **ks_or;
+  std::unique_lock<std::mutex> lock(ks.mu);
+  if (!ks.initialized) {
+    return fail(absl::FailedPreconditionError(
+        absl::StrFormat("key %s of job '%s' has no value yet: call InitKeys first",
+                        KeyName(args.key), config_.job)));
+  }
+  if (auto st = PushLocked(ks, args, lock, deadline); !st.ok()) {
+    if (!absl::IsUnavailable(st)) Reject();
+    return st;
+  }
+  pushes_.fetch_add(1, std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
+absl::Status Engine::WaitRound(KeyId key, int64_t round, Deadline deadline) {
+  auto ks_or = Lookup(config_.job, key);
+  if (!ks_or.ok()) return ks_or.status();
+  KeyState& ks = **ks_or;
+  std::unique_lock<std::mutex> lock(ks.mu);
+  while (ks.version <= round) {
+    HERD_RETURN_IF_ERROR(Usable());
+    if (ks.cv.wait_until(lock, deadline.at()) == std::cv_status::timeout && ks.version <= round) {
+      return absl::DeadlineExceededError(
+          absl::StrFormat("round %d of key %s did not complete in time: %d of %d workers pushed it",
+                          round, KeyName(key), ks.pushed_count, config_.workers));
+    }
+  }
+  return Usable();
+}
+
+std::string Engine::PullPayloadLocked(const KeyState& ks) const {
+  return std::string(reinterpret_cast<const char*>(ks.params.data()),
+                     ks.params.size() * sizeof(float));
+}
+
+absl::StatusOr<Pulled> Engine::Pull(std::string_view job, int worker, KeyId key,
+                                    int64_t min_version, Deadline deadline) {
+  auto ks_or = Lookup(job, key);
+  if (!ks_or.ok()) {
+    Reject();
+    return ks_or.status();
+  }
+  if (auto st = CheckWorker(worker); !st.ok()) {
+    Reject();
+    return st;
+  }
+  KeyState& ks = **ks_or;
+  std::unique_lock<std::mutex> lock(ks.mu);
+  while (!ks.initialized || ks.version < min_version) {
+    HERD_RETURN_IF_ERROR(Usable());
+    if (ks.cv.wait_until(lock, deadline.at()) == std::cv_status::timeout &&
+        (!ks.initialized || ks.version < min_version)) {
+      return absl::DeadlineExceededError(absl::StrFormat(
+          "key %s did not reach version %d in time (it is at %d%s; %d of %d workers pushed "
+          "the current round)",
+          KeyName(key), min_version, ks.version, ks.initialized ? "" : ", not initialised",
+          ks.pushed_count, config_.workers));
+    }
+  }
+  HERD_RETURN_IF_ERROR(Usable());
+  // ps_ec before its first round: version 0 and no payload (there is no sum yet).
+  Pulled out{ks.version, PullPayloadLocked(ks)};
+  pulls_.fetch_add(1, std::memory_order_relaxed);
+  return out;
+}
+
+absl::Status Engine::CompleteRoundLocked(KeyState& ks, KeyId key) {
+  ++ks.version;
+  ++ks.rounds_since_write;
+  rounds_.fetch_add(1, std::memory_order_relaxed);
+  const auto& d = config_.durability;
+  absl::Status st;
+  if (d.kind == Durability::Kind::kEveryRound ||
+      (d.kind == Durability::Kind::kEveryK && ks.rounds_since_write >= d.k)) {
+    st = WriteLocked(ks, key);
+  }
+  ks.cv.notify_all();
+  return st;
+}
+
+absl::Status Engine::WriteLocked(KeyState& ks, KeyId key) {
+  if (writer_ == nullptr) return absl::OkStatus();
+  KeyRecordView view{key,      ks.version, ks.params, ks.slot0,
+                     ks.slot1, ks.epsilon, ks.result, ks.clocks};
+  if (config_.mode == Mode::kEc && ks.params_durable) view.params = {};
+  absl::Status st = writer_->Write(config_.job, view);
+  if (!st.ok()) {
+    std::lock_guard<std::mutex> lock(failure_mu_);
+    if (failure_.ok()) {
+      failure_ = absl::UnavailableError(absl::StrFormat(
+          "shard %d stopped: its state could not be written (%s); restart it on its state "
+          "directory",
+          config_.shard, std::string(st.message())));
+    }
+    return failure_;
+  }
+  ks.rounds_since_write = 0;
+  ks.params_durable = true;
+  writes_.fetch_add(1, std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
+std::vector<KeyId> Engine::Keys() const {
+  std::vector<KeyId> out;
+  out.reserve(keys_.size());
+  for (const auto& [key, ks] : keys_) out.push_back(key);
+  return out;
+}
+
+void Engine::SetLiveWorkers(const std::vector<int>& ranks) {
+  {
+    std::lock_guard<std::mutex> lock(live_mu_);
+    std::fill(live_.begin(), live_.end(), false);
+    for (int r : ranks) {
+      if (r >= 0 && r < static_cast<int>(live_.size())) live_[r] = true;
+    }
+  }
+  for (auto& [key, ks] : keys_) {
+    std::lock_guard<std::mutex> lock(ks->mu);
+    ks->cv.notify_all();
+  }
+}
+
+absl::StatusOr<int> Engine::WriteAll() {
+  HERD_RETURN_IF_ERROR(Usable());
+  int n = 0;
+  for (auto& [key, ks] : keys_) {
+    std::lock_guard<std::mutex> lock(ks->mu);
+    if (!ks->initialized) continue;
+    HERD_RETURN_IF_ERROR(WriteLocked(*ks, key));
+    ++n;
+  }
+  return n;
+}
+
+void Engine::Shutdown() {
+  shutdown_.store(true);
+  for (auto& [key, ks] : keys_) {
+    std::lock_guard<std::mutex> lock(ks->mu);
+    ks->cv.notify_all();
+  }
+}
+
+EngineStats Engine::Stats() const {
+  EngineStats s;
+  s.keys = static_cast<int>(keys_.size());
+  bool first = true;
+  for (const auto& [key, ks] : keys_) {
+    std::lock_guard<std::mutex> lock(ks->mu);
+    s.parameter_bytes += ks->count * static_cast<int64_t>(sizeof(float));
+    if (ks->initialized) ++s.keys_initialized;
+    s.min_version = first ? ks->version : std::min(s.min_version, ks->version);
+    s.max_version = std::max(s.max_version, ks->version);
+    first = false;
+  }
+  s.pushes = pushes_.load();
+  s.pulls = pulls_.load();
+  s.rejected = rejected_.load();
+  s.rounds_completed = rounds_.load();
+  s.durable_writes = writes_.load();
+  return s;
+}
+
+}  // namespace herd::server

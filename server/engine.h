@@ -1,0 +1,149 @@
+#pragma once
+// An aggregation engine: the state of one shard's keys and the rules of its mode. No gRPC; the
+// service (server/service.cc) validates nothing the engine does not and maps its absl errors
+// to gRPC codes one to one.
+//
+//   ps_sync  (SyncEngine):  round r of a key completes when all M workers pushed it; the mean
+//                           (or sum) of the gradients goes through the optimizer, the version
+//                           becomes r + 1 and pulls waiting for it are answered.
+//   ps_async (AsyncEngine): each push is applied at once (optimizer step, version + 1). A
+//                           worker's clock on a key is the number of its pushes; a push at
+//                           clock c waits while c > (slowest live worker's clock) + s.
+//   ps_ec    (EcEngine):    like ps_sync, but pushes are compressed gradients; the completed
+//                           round's sum plus the server residual epsilon is compressed, the
+//                           new epsilon kept, and pulls get the compressed sum (C_LP_S).
+//
+// Errors (state unchanged on every one): NOT_FOUND (other job, worker not in the job, key not
+// of this job or not on this shard), INVALID_ARGUMENT (wrong length, dtype, undecodable
+// payload), FAILED_PRECONDITION (key not initialised, round already completed or not yet
+// open), ALREADY_EXISTS (duplicate push), DEADLINE_EXCEEDED (a wait ran out), UNAVAILABLE
+// (shut down, or the state could not be written: restart the shard).
+//
+// Thread-safe: one mutex per key; calls on different keys never wait for each other.
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/deadline.h"
+#include "server/key_record.h"
+#include "server/shard_config.h"
+
+namespace herd::server {
+
+struct PushArgs {
+  std::string_view job;
+  int worker = 0;
+  KeyId key;
+  int64_t round = 0;
+  std::string_view data;
+  std::string_view dtype;  // "" or "fp32"
+};
+
+struct Pulled {
+  int64_t version = 0;
+  std::string data;  // fp32 parameters, or the compressed sum (ps_ec)
+};
+
+struct EngineStats {
+  int keys = 0;
+  int keys_initialized = 0;
+  int64_t parameter_bytes = 0;
+  int64_t pushes = 0, pulls = 0, rejected = 0, rounds_completed = 0, durable_writes = 0;
+  int64_t min_version = 0, max_version = 0;
+};
+
+class Engine {
+ public:
+  // `writer` may be null (nothing durable; tests) and must outlive the engine.
+  static std::unique_ptr<Engine> Create(ShardConfig config, KeyWriter* writer);
+  virtual ~Engine() = default;
+
+  const ShardConfig& config() const { return config_; }
+
+  // Sets a key's initial parameters (fp32 bytes). Returns true when it did, false when the key
+  // already had a value (which is kept).
+  absl::StatusOr<bool> Init(std::string_view job, KeyId key, std::string_view values);
+  // Puts back a key's state from the store (before serving).
+  absl::Status Restore(const KeyRecord& record);
+
+  // Accepts one push. ps_async may wait (staleness) until `deadline`.
+  absl::Status Push(const PushArgs& args, Deadline deadline);
+  // Waits until the key's version exceeds `round` (ps_sync / ps_ec: the round completed and,
+  // under every-round, is on disk).
+  absl::Status WaitRound(KeyId key, int64_t round, Deadline deadline);
+  // The key's state once its version is at least `min_version`.
+  absl::StatusOr<Pulled> Pull(std::string_view job, int worker, KeyId key, int64_t min_version,
+                              Deadline deadline);
+
+  // The keys of this shard, in order.
+  std::vector<KeyId> Keys() const;
+  // Live workers (from the scheduler's plan); ps_async's bound ignores the others.
+  void SetLiveWorkers(const std::vector<int>& ranks);
+  // Writes every key now (checkpoint). Returns the number of keys written.
+  absl::StatusOr<int> WriteAll();
+  // Wakes every waiter with UNAVAILABLE; later calls fail the same way.
+  void Shutdown();
+  EngineStats Stats() const;
+
+ protected:
+  struct KeyState {
+    std::mutex mu;
+    std::condition_variable cv;
+    int64_t count = 0;
+    bool initialized = false;
+    int64_t version = 0;
+    std::vector<float> params, slot0, slot1;
+    // ps_sync / ps_ec: the round being collected.
+    std::vector<float> accum;
+    std::vector<bool> pushed;
+    int pushed_count = 0;
+    // ps_ec.
+    std::vector<float> epsilon;
+    std::string result;
+    // ps_async.
+    std::vector<int64_t> clocks;
+    int64_t rounds_since_write = 0;
+    // ps_ec never changes the parameters after InitKeys: once on disk they are not rewritten.
+    bool params_durable = false;
+  };
+
+  Engine(ShardConfig config, KeyWriter* writer);
+
+  // The mode's push, with the key locked and the common checks done.
+  virtual absl::Status PushLocked(KeyState& ks, const PushArgs& args,
+                                  std::unique_lock<std::mutex>& lock, Deadline deadline) = 0;
+  // The payload a pull returns, with the key locked.
+  virtual std::string PullPayloadLocked(const KeyState& ks) const;
+
+  // Bumps the version, writes per the durability policy, wakes waiters. On a failed write
+  // the engine stops (every later call is UNAVAILABLE) and the error is returned.
+  absl::Status CompleteRoundLocked(KeyState& ks, KeyId key);
+  absl::Status Usable() const;
+  bool LiveWorker(int rank) const;
+  void Reject() { rejected_.fetch_add(1, std::memory_order_relaxed); }
+
+  const ShardConfig config_;
+
+ private:
+  absl::StatusOr<KeyState*> Lookup(std::string_view job, KeyId key) const;
+  absl::Status CheckWorker(int worker) const;
+  absl::Status WriteLocked(KeyState& ks, KeyId key);
+
+  KeyWriter* writer_;
+  std::map<KeyId, std::unique_ptr<KeyState>> keys_;  // this shard's keys; fixed after Create
+  mutable std::mutex live_mu_;
+  std::vector<bool> live_;
+  std::atomic<bool> shutdown_{false};
+  mutable std::mutex failure_mu_;
+  absl::Status failure_;
+  std::atomic<int64_t> pushes_{0}, pulls_{0}, rejected_{0}, rounds_{0}, writes_{0};
+};
+
+}  // namespace herd::server

@@ -1,0 +1,47 @@
+#pragma once
+// The three engines behind Engine::Create (engine.h documents their rules).
+
+#include "common/status.h"
+#include "server/engine.h"
+
+namespace herd::server {
+
+class SyncEngine final : public Engine {
+ public:
+  SyncEngine(ShardConfig config, KeyWriter* writer) : Engine(std::move(config), writer) {}
+
+ private:
+  absl::Status PushLocked(KeyState& ks, const PushArgs& args, std::unique_lock<std::mutex>& lock,
+                          Deadline deadline) override;
+};
+
+class AsyncEngine final : public Engine {
+ public:
+  AsyncEngine(ShardConfig config, KeyWriter* writer) : Engine(std::move(config), writer) {}
+
+ private:
+  absl::Status PushLocked(KeyState& ks, const PushArgs& args, std::unique_lock<std::mutex>& lock,
+                          Deadline deadline) override;
+  // The slowest live worker's clock on the key, and its rank (-1: nobody is live).
+  std::pair<int64_t, int> SlowestLocked(const KeyState& ks) const;
+};
+
+class EcEngine final : public Engine {
+ public:
+  EcEngine(ShardConfig config, KeyWriter* writer) : Engine(std::move(config), writer) {}
+
+ private:
+  absl::Status PushLocked(KeyState& ks, const PushArgs& args, std::unique_lock<std::mutex>& lock,
+                          Deadline deadline) override;
+  std::string PullPayloadLocked(const KeyState& ks) const override { return ks.result; }
+};
+
+// The round checks ps_sync and ps_ec share: the round is the key's open one and the worker
+// has not pushed it yet.
+absl::Status CheckRound(const ShardConfig& config, int64_t version, const std::vector<bool>& pushed,
+                        const PushArgs& args);
+
+// INVALID_ARGUMENT unless `data` holds exactly `count` fp32 values.
+absl::Status CheckFp32Length(const PushArgs& args, int64_t count);
+
+}  // namespace herd::server

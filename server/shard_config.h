@@ -1,0 +1,61 @@
+#pragma once
+// What one shard needs to know about its job: the mode, the workers, the optimizer, the
+// durability policy and the shard map (all keys, so a misrouted push can be told where its key
+// lives). Built from the scheduler's JobSpec and Plan by FromJob; plain data otherwise, so
+// the engines and their tests need no scheduler.
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "algorithms/compression/compressor.h"
+#include "server/keys.h"
+#include "server/optimizer.h"
+
+namespace herd::v1 {
+class JobSpec;
+class Plan;
+}  // namespace herd::v1
+
+namespace herd::server {
+
+enum class Mode { kSync, kAsync, kEc };
+std::string ModeName(Mode mode);
+
+struct Durability {
+  enum class Kind { kEveryRound, kEveryK, kCheckpointOnly };
+  Kind kind = Kind::kEveryRound;
+  int64_t k = 1;  // kEveryK: write a key after every k rounds (pushes in ps_async)
+};
+// "every-round" | "every-k:K" (K >= 1) | "checkpoint-only". INVALID_ARGUMENT otherwise.
+absl::StatusOr<Durability> ParseDurability(const std::string& text);
+std::string DurabilityName(const Durability& d);
+
+struct KeyPlacement {
+  int64_t count = 0;  // fp32 elements of the chunk
+  int server = 0;     // the shard that owns it
+};
+
+struct ShardConfig {
+  std::string job;
+  int shard = 0;
+  Mode mode = Mode::kSync;
+  int workers = 1;      // M: ranks 0..M-1
+  bool average = true;  // ps_sync: divide the sum by M before the optimizer
+  OptimizerConfig optimizer;
+  int64_t staleness = 4;  // ps_async bound s (kInfiniteStaleness: none)
+  compression::Compressor compressor = compression::Compressor::kMinMaxUInt8;  // ps_ec
+  Durability durability;
+  std::map<KeyId, KeyPlacement> keys;  // every key of the job
+
+  static constexpr int64_t kInfiniteStaleness = INT64_MAX / 4;
+};
+
+// The config of shard `shard` of the job. INVALID_ARGUMENT for a job this shard cannot serve
+// (not a ps_* mode, non-floating or non-fp32 tensors, unknown optimizer or compressor).
+absl::StatusOr<ShardConfig> ShardConfigFromJob(const herd::v1::JobSpec& spec,
+                                               const herd::v1::Plan& plan, int shard,
+                                               const Durability& durability);
+
+}  // namespace herd::server

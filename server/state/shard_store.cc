@@ -1,0 +1,163 @@
+#include "server/state/shard_store.h"
+
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+#include <rocksdb/write_batch.h>
+
+#include <cstring>
+
+#include "absl/strings/str_format.h"
+#include "common/status.h"
+
+namespace herd::server {
+namespace {
+
+enum Cf { kDefault = 0, kParams, kOptimizer, kResidual, kResult, kMeta, kCount };
+const char* const kCfNames[kCount] = {"default",  "params", "optimizer",
+                                      "residual", "result", "meta"};
+
+void PutBigEndian32(std::string* s, uint32_t v) {
+  for (int i = 3; i >= 0; --i) s->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+uint32_t GetBigEndian32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  return v;
+}
+
+std::string Prefix(const std::string& job) { return job + std::string(1, '\0'); }
+
+std::string RowKey(const std::string& job, KeyId key) {
+  std::string k = Prefix(job);
+  PutBigEndian32(&k, static_cast<uint32_t>(key.tensor));
+  PutBigEndian32(&k, static_cast<uint32_t>(key.chunk));
+  return k;
+}
+
+rocksdb::Slice Floats(std::span<const float> v) {
+  return rocksdb::Slice(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+}
+
+template <typename T>
+std::vector<T> FromBytes(const std::string& bytes) {
+  std::vector<T> v(bytes.size() / sizeof(T));
+  if (!v.empty()) std::memcpy(v.data(), bytes.data(), v.size() * sizeof(T));
+  return v;
+}
+
+absl::Status FromRocks(const rocksdb::Status& st, const std::string& what) {
+  if (st.ok()) return absl::OkStatus();
+  return absl::InternalError(absl::StrFormat("%s: %s", what, st.ToString()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ShardStore>> ShardStore::Open(const std::string& dir) {
+  rocksdb::DBOptions db_options;
+  db_options.create_if_missing = true;
+  db_options.create_missing_column_families = true;
+  rocksdb::ColumnFamilyOptions cf_options;
+  // Values are whole chunks (up to a few MiB): keep them in blob files so compactions move
+  // keys, not megabytes of parameters.
+  cf_options.enable_blob_files = true;
+  cf_options.min_blob_size = 4096;
+  cf_options.write_buffer_size = 128 << 20;
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
+  for (const char* name : kCfNames) cfs.emplace_back(name, cf_options);
+  auto store = std::unique_ptr<ShardStore>(new ShardStore());
+  store->dir_ = dir;
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status st = rocksdb::DB::Open(db_options, dir, cfs, &store->handles_, &raw);
+  if (!st.ok()) {
+    if (st.IsIOError() && st.ToString().find("lock") != std::string::npos) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "the state directory %s is in use by another process (%s)", dir, st.ToString()));
+    }
+    return absl::FailedPreconditionError(
+        absl::StrFormat("cannot open the shard state in %s: %s", dir, st.ToString()));
+  }
+  store->db_.reset(raw);
+  return store;
+}
+
+ShardStore::~ShardStore() {
+  if (db_ == nullptr) return;
+  for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h);
+  db_->Close();
+}
+
+absl::Status ShardStore::Write(const std::string& job, const KeyRecordView& r) {
+  const std::string key = RowKey(job, r.key);
+  rocksdb::WriteBatch batch;
+  // Empty parameters: unchanged since they were last written (ps_ec); keep that row.
+  if (!r.params.empty()) batch.Put(handles_[kParams], key, Floats(r.params));
+  if (!r.slot0.empty() || !r.slot1.empty()) {
+    const rocksdb::Slice key_slice(key);
+    const rocksdb::Slice parts[2] = {Floats(r.slot0), Floats(r.slot1)};
+    batch.Put(handles_[kOptimizer], rocksdb::SliceParts(&key_slice, 1),
+              rocksdb::SliceParts(parts, 2));
+  }
+  if (!r.epsilon.empty()) batch.Put(handles_[kResidual], key, Floats(r.epsilon));
+  if (!r.result.empty()) {
+    batch.Put(handles_[kResult], key, rocksdb::Slice(r.result.data(), r.result.size()));
+  }
+  std::string meta(sizeof(int64_t), '\0');
+  std::memcpy(meta.data(), &r.version, sizeof(int64_t));
+  meta.append(reinterpret_cast<const char*>(r.clocks.data()), r.clocks.size() * sizeof(int64_t));
+  batch.Put(handles_[kMeta], key, meta);
+  rocksdb::WriteOptions options;  // through the WAL: survives a process kill
+  return FromRocks(db_->Write(options, &batch),
+                   absl::StrFormat("writing key %s of job '%s' to %s", KeyName(r.key), job, dir_));
+}
+
+absl::StatusOr<std::vector<KeyRecord>> ShardStore::Load(const std::string& job) {
+  std::vector<KeyRecord> out;
+  const std::string prefix = Prefix(job);
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), handles_[kMeta]));
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    const rocksdb::Slice k = it->key();
+    const std::string meta = it->value().ToString();
+    if (k.size() != prefix.size() + 8 || meta.size() < sizeof(int64_t) ||
+        (meta.size() - sizeof(int64_t)) % sizeof(int64_t) != 0) {
+      return absl::DataLossError(
+          absl::StrFormat("a state record of job '%s' in %s is malformed", job, dir_));
+    }
+    KeyRecord r;
+    r.key.tensor = static_cast<int32_t>(GetBigEndian32(k.data() + prefix.size()));
+    r.key.chunk = static_cast<int32_t>(GetBigEndian32(k.data() + prefix.size() + 4));
+    std::memcpy(&r.version, meta.data(), sizeof(int64_t));
+    r.clocks = FromBytes<int64_t>(meta.substr(sizeof(int64_t)));
+    const std::string row = k.ToString();
+    std::string value;
+    auto get = [&](Cf cf, std::string* v) -> absl::Status {
+      v->clear();
+      auto st = db_->Get(rocksdb::ReadOptions(), handles_[cf], row, v);
+      if (st.IsNotFound()) return absl::OkStatus();
+      return FromRocks(st, absl::StrFormat("reading %s of key %s", kCfNames[cf], KeyName(r.key)));
+    };
+    HERD_RETURN_IF_ERROR(get(kParams, &value));
+    r.params = FromBytes<float>(value);
+    HERD_RETURN_IF_ERROR(get(kOptimizer, &value));
+    auto slots = FromBytes<float>(value);
+    HERD_RETURN_IF_ERROR(get(kResidual, &value));
+    r.epsilon = FromBytes<float>(value);
+    HERD_RETURN_IF_ERROR(get(kResult, &r.result));
+    // The optimizer row holds slot0 then slot1, each of the parameters' length.
+    const size_t n = r.params.size();
+    if (slots.size() == n) {
+      r.slot0 = std::move(slots);
+    } else if (slots.size() == 2 * n && n > 0) {
+      r.slot0.assign(slots.begin(), slots.begin() + n);
+      r.slot1.assign(slots.begin() + n, slots.end());
+    } else if (!slots.empty()) {
+      return absl::DataLossError(
+          absl::StrFormat("optimizer state of key %s of job '%s' has %d values for %d parameters",
+                          KeyName(r.key), job, slots.size(), n));
+    }
+    out.push_back(std::move(r));
+  }
+  HERD_RETURN_IF_ERROR(FromRocks(it->status(), "reading the shard state in " + dir_));
+  return out;
+}
+
+}  // namespace herd::server

@@ -1,0 +1,91 @@
+// ps_async: pushes applied at once, the staleness bound with a slow worker, dead workers
+// leaving the bound, clocks refusing duplicates.
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "engine_test_util.h"
+
+namespace herd::server {
+namespace {
+
+using testing::Bytes;
+using testing::Floats;
+using testing::kA;
+using testing::Later;
+using testing::Soon;
+
+std::unique_ptr<Engine> AsyncJob(int workers, int64_t staleness) {
+  auto config = testing::SmallJob(Mode::kAsync, workers);
+  config.staleness = staleness;
+  auto e = Engine::Create(config, nullptr);
+  EXPECT_TRUE(*e->Init("j", kA, Bytes({1, 2, 3, 4})));
+  return e;
+}
+
+absl::Status PushOf(Engine& e, int worker, int64_t clock, Deadline deadline = Later()) {
+  const std::string data = Bytes({2, 2, 2, 2});  // one push moves every value by -1 (lr 0.5)
+  return e.Push(PushArgs{"j", worker, kA, clock, data, ""}, deadline);
+}
+
+int64_t Version(Engine& e) { return e.Pull("j", 0, kA, 0, Later())->version; }
+
+TEST(AsyncEngineTest, EveryPushIsAppliedAtOnce) {
+  auto e = AsyncJob(2, ShardConfig::kInfiniteStaleness);
+  for (int clock = 0; clock < 3; ++clock) ASSERT_TRUE(PushOf(*e, 0, clock).ok());
+  auto p = e->Pull("j", 1, kA, 0, Later());
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->version, 3);
+  EXPECT_EQ(Floats(p->data), (std::vector<float>{-2, -1, 0, 1}));
+}
+
+TEST(AsyncEngineTest, FastWorkerWaitsForSlowOneBeyondStaleness) {
+  auto e = AsyncJob(2, /*staleness=*/1);
+  ASSERT_TRUE(PushOf(*e, 0, 0).ok());
+  ASSERT_TRUE(PushOf(*e, 0, 1).ok());  // 1 ahead of worker 1 (clock 0): allowed
+  auto st = PushOf(*e, 0, 2, Soon());  // 2 ahead: must wait, and the wait runs out
+  EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
+  EXPECT_NE(st.message().find("waited for worker 1 (clock 0)"), absl::string_view::npos) << st;
+  EXPECT_EQ(Version(*e), 2);  // the refused push changed nothing
+
+  absl::Status fast;
+  std::thread t([&] { fast = PushOf(*e, 0, 2); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(Version(*e), 2);           // still waiting
+  ASSERT_TRUE(PushOf(*e, 1, 0).ok());  // the slow worker moves: the gap closes
+  t.join();
+  ASSERT_TRUE(fast.ok()) << fast;
+  EXPECT_EQ(Version(*e), 4);
+}
+
+TEST(AsyncEngineTest, ZeroStalenessIsLockStep) {
+  auto e = AsyncJob(2, 0);
+  ASSERT_TRUE(PushOf(*e, 0, 0).ok());
+  EXPECT_EQ(PushOf(*e, 0, 1, Soon()).code(), absl::StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(PushOf(*e, 1, 0).ok());
+  ASSERT_TRUE(PushOf(*e, 0, 1, Soon()).ok());
+}
+
+TEST(AsyncEngineTest, DeadWorkerLeavesTheBound) {
+  auto e = AsyncJob(2, 0);
+  ASSERT_TRUE(PushOf(*e, 0, 0).ok());
+  absl::Status blocked;
+  std::thread t([&] { blocked = PushOf(*e, 0, 1); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  e->SetLiveWorkers({0});  // worker 1 died: nobody to wait for
+  t.join();
+  EXPECT_TRUE(blocked.ok()) << blocked;
+  EXPECT_EQ(Version(*e), 2);
+}
+
+TEST(AsyncEngineTest, ClocksRefuseRepeatsAndGaps) {
+  auto e = AsyncJob(2, ShardConfig::kInfiniteStaleness);
+  ASSERT_TRUE(PushOf(*e, 0, 0).ok());
+  EXPECT_EQ(PushOf(*e, 0, 0).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(PushOf(*e, 0, 5).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Version(*e), 1);
+}
+
+}  // namespace
+}  // namespace herd::server

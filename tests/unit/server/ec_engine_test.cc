@@ -1,0 +1,95 @@
+// ps_ec: the C_LP_S books balance (nothing lost), bad payloads are refused without effect.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "algorithms/compression/error_feedback.h"
+#include "engine_test_util.h"
+
+namespace herd::server {
+namespace {
+
+using testing::Bytes;
+using testing::kA;
+using testing::Later;
+
+void CheckNothingLost(compression::Compressor compressor) {
+  constexpr int kWorkers = 3;
+  constexpr int kRounds = 20;
+  constexpr size_t kN = 4;
+  auto config = testing::SmallJob(Mode::kEc, kWorkers);
+  config.compressor = compressor;
+  testing::RecordingWriter writer;
+  auto e = Engine::Create(config, &writer);
+  ASSERT_TRUE(*e->Init("j", kA, Bytes({0, 0, 0, 0})));
+
+  std::mt19937 gen(11);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<std::vector<float>> delta(kWorkers, std::vector<float>(kN, 0.0f));
+  std::vector<double> meant(kN, 0.0), received(kN, 0.0);
+  std::vector<float> scratch, decoded(kN);
+  std::string bytes;
+  for (int round = 0; round < kRounds; ++round) {
+    for (int w = 0; w < kWorkers; ++w) {
+      std::vector<float> x(kN);
+      for (size_t i = 0; i < kN; ++i) {
+        x[i] = dist(gen);
+        meant[i] += x[i];
+      }
+      compression::CompressWithFeedback(compressor, x, delta[w], &bytes, &scratch);
+      ASSERT_TRUE(e->Push(PushArgs{"j", w, kA, round, bytes, "fp32"}, Later()).ok());
+    }
+    auto pulled = e->Pull("j", 0, kA, round + 1, Later());
+    ASSERT_TRUE(pulled.ok()) << pulled.status();
+    ASSERT_TRUE(compression::Decompress(compressor, pulled->data, decoded).ok());
+    for (size_t i = 0; i < kN; ++i) received[i] += decoded[i];
+  }
+  const KeyRecord server = writer.Last(kA);
+  ASSERT_EQ(server.version, kRounds);
+  ASSERT_EQ(server.epsilon.size(), kN);
+  double lost_without_residuals = 0.0;
+  for (size_t i = 0; i < kN; ++i) {
+    double books = received[i] + server.epsilon[i];
+    for (int w = 0; w < kWorkers; ++w) books += delta[w][i];
+    EXPECT_NEAR(books, meant[i], 1e-3) << i;
+    lost_without_residuals += std::fabs(received[i] - meant[i]);
+  }
+  EXPECT_GT(lost_without_residuals, 1e-4);  // compression did lose something on the way
+}
+
+TEST(EcEngineTest, MinMaxNothingLost) { CheckNothingLost(compression::Compressor::kMinMaxUInt8); }
+TEST(EcEngineTest, SignNothingLost) { CheckNothingLost(compression::Compressor::kSign); }
+
+TEST(EcEngineTest, UndecodablePayloadIsRefusedAndTheRoundGoesOn) {
+  auto e = Engine::Create(testing::SmallJob(Mode::kEc, 2), nullptr);
+  ASSERT_TRUE(*e->Init("j", kA, Bytes({0, 0, 0, 0})));
+  auto st = e->Push(PushArgs{"j", 0, kA, 0, std::string(5, 'x'), ""}, Later());
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_NE(st.message().find("does not decode"), absl::string_view::npos) << st;
+  std::string good;
+  compression::Compress(compression::Compressor::kMinMaxUInt8, std::vector<float>{1, 1, 1, 1},
+                        &good);
+  // The refused push did not count: worker 0 may still push round 0.
+  ASSERT_TRUE(e->Push(PushArgs{"j", 0, kA, 0, good, ""}, Later()).ok());
+  ASSERT_TRUE(e->Push(PushArgs{"j", 1, kA, 0, good, ""}, Later()).ok());
+  auto pulled = e->Pull("j", 0, kA, 1, Later());
+  ASSERT_TRUE(pulled.ok());
+  std::vector<float> sum(4);
+  ASSERT_TRUE(
+      compression::Decompress(compression::Compressor::kMinMaxUInt8, pulled->data, sum).ok());
+  EXPECT_EQ(sum, (std::vector<float>{2, 2, 2, 2}));
+}
+
+TEST(EcEngineTest, BeforeTheFirstRoundAPullHasVersionZeroAndNoPayload) {
+  auto e = Engine::Create(testing::SmallJob(Mode::kEc, 1), nullptr);
+  ASSERT_TRUE(*e->Init("j", kA, Bytes({0, 0, 0, 0})));
+  auto pulled = e->Pull("j", 0, kA, 0, Later());
+  ASSERT_TRUE(pulled.ok()) << pulled.status();
+  EXPECT_EQ(pulled->version, 0);
+  EXPECT_TRUE(pulled->data.empty());
+}
+
+}  // namespace
+}  // namespace herd::server

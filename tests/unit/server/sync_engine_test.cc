@@ -1,0 +1,179 @@
+// ps_sync: sums, the optimizer after the M-th push, waiting pulls, duplicate pushes, rounds of
+// different keys completing independently, and bad input leaving the state unchanged.
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "engine_test_util.h"
+
+namespace herd::server {
+namespace {
+
+using testing::Bytes;
+using testing::Floats;
+using testing::kA;
+using testing::kB;
+using testing::kElsewhere;
+using testing::Later;
+using testing::Soon;
+
+absl::Status PushOf(Engine& e, int worker, KeyId key, int64_t round, const std::vector<float>& g) {
+  const std::string data = Bytes(g);
+  return e.Push(PushArgs{"j", worker, key, round, data, "fp32"}, Later());
+}
+
+std::vector<float> PullNow(Engine& e, KeyId key, int64_t min_version, int64_t* version = nullptr) {
+  auto p = e.Pull("j", 0, key, min_version, Later());
+  EXPECT_TRUE(p.ok()) << p.status();
+  if (!p.ok()) return {};
+  if (version != nullptr) *version = p->version;
+  return Floats(p->data);
+}
+
+std::unique_ptr<Engine> Initialised(ShardConfig config) {
+  auto e = Engine::Create(std::move(config), nullptr);
+  EXPECT_TRUE(*e->Init("j", kA, Bytes({1, 2, 3, 4})));
+  EXPECT_TRUE(*e->Init("j", kB, Bytes({10, 20, 30})));
+  return e;
+}
+
+TEST(SyncEngineTest, RoundAveragesAllWorkersThenAppliesSgd) {
+  auto e = Initialised(testing::SmallJob(Mode::kSync, 2));
+  ASSERT_TRUE(PushOf(*e, 0, kA, 0, {1, 1, 1, 1}).ok());
+  // One push of two: the round is open, a pull of round 0's result waits and runs out.
+  EXPECT_EQ(e->Pull("j", 0, kA, 1, Soon()).status().code(), absl::StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(PushOf(*e, 1, kA, 0, {3, -1, 0, 2}).ok());
+  int64_t version = -1;
+  auto p = PullNow(*e, kA, 1, &version);
+  EXPECT_EQ(version, 1);
+  // mean gradient {2, 0, 0.5, 1.5}, lr 0.5
+  EXPECT_EQ(p, (std::vector<float>{0, 2, 2.75, 3.25}));
+}
+
+TEST(SyncEngineTest, SumWhenNotAveraging) {
+  auto config = testing::SmallJob(Mode::kSync, 2);
+  config.average = false;
+  auto e = Initialised(config);
+  ASSERT_TRUE(PushOf(*e, 0, kA, 0, {1, 1, 1, 1}).ok());
+  ASSERT_TRUE(PushOf(*e, 1, kA, 0, {3, -1, 0, 2}).ok());
+  EXPECT_EQ(PullNow(*e, kA, 1), (std::vector<float>{-1, 2, 2.5, 2.5}));
+}
+
+TEST(SyncEngineTest, EarlyPullWaitsForTheRound) {
+  auto e = Initialised(testing::SmallJob(Mode::kSync, 2));
+  absl::StatusOr<Pulled> early;
+  std::thread puller([&] { early = e->Pull("j", 1, kB, 1, Later()); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  ASSERT_TRUE(PushOf(*e, 0, kB, 0, {2, 2, 2}).ok());
+  ASSERT_TRUE(PushOf(*e, 1, kB, 0, {2, 2, 2}).ok());
+  puller.join();
+  ASSERT_TRUE(early.ok()) << early.status();
+  EXPECT_EQ(early->version, 1);
+  EXPECT_EQ(Floats(early->data), (std::vector<float>{9, 19, 29}));
+}
+
+TEST(SyncEngineTest, DuplicatePushIsRejectedNotAddedTwice) {
+  auto e = Initialised(testing::SmallJob(Mode::kSync, 2));
+  ASSERT_TRUE(PushOf(*e, 0, kA, 0, {2, 2, 2, 2}).ok());
+  auto dup = PushOf(*e, 0, kA, 0, {2, 2, 2, 2});
+  EXPECT_EQ(dup.code(), absl::StatusCode::kAlreadyExists) << dup;
+  EXPECT_NE(dup.message().find("worker 0 already pushed round 0"), absl::string_view::npos);
+  ASSERT_TRUE(PushOf(*e, 1, kA, 0, {0, 0, 0, 0}).ok());
+  EXPECT_EQ(PullNow(*e, kA, 1), (std::vector<float>{0.5, 1.5, 2.5, 3.5}));
+  EXPECT_EQ(e->Stats().rejected, 1);
+}
+
+TEST(SyncEngineTest, RoundsOfDifferentKeysCompleteOutOfOrder) {
+  auto e = Initialised(testing::SmallJob(Mode::kSync, 2));
+  ASSERT_TRUE(PushOf(*e, 0, kA, 0, {0, 0, 0, 0}).ok());
+  ASSERT_TRUE(PushOf(*e, 0, kB, 0, {1, 1, 1}).ok());
+  ASSERT_TRUE(PushOf(*e, 1, kB, 0, {1, 1, 1}).ok());  // B's round 0 completes first
+  ASSERT_TRUE(PushOf(*e, 0, kB, 1, {1, 1, 1}).ok());
+  ASSERT_TRUE(PushOf(*e, 1, kB, 1, {1, 1, 1}).ok());  // and its round 1, while A waits
+  int64_t va = -1, vb = -1;
+  PullNow(*e, kA, 0, &va);
+  EXPECT_EQ(PullNow(*e, kB, 2, &vb), (std::vector<float>{9, 19, 29}));
+  EXPECT_EQ(va, 0);
+  EXPECT_EQ(vb, 2);
+  ASSERT_TRUE(PushOf(*e, 1, kA, 0, {4, 4, 4, 4}).ok());
+  EXPECT_EQ(PullNow(*e, kA, 1, &va), (std::vector<float>{0, 1, 2, 3}));
+  EXPECT_EQ(va, 1);
+}
+
+TEST(SyncEngineTest, MomentumWithWeightDecayOverTwoRounds) {
+  auto config = testing::SmallJob(Mode::kSync, 1);
+  config.optimizer = {OptimizerConfig::Kind::kMomentum, /*lr=*/0.1, /*momentum=*/0.5,
+                      /*weight_decay=*/0.1};
+  auto e = Initialised(config);
+  ASSERT_TRUE(PushOf(*e, 0, kB, 0, {1, 1, 1}).ok());
+  ASSERT_TRUE(PushOf(*e, 0, kB, 1, {1, 1, 1}).ok());
+  // p0 = 10: m1 = 1 + 0.1*10 = 2, p1 = 9.8; m2 = 0.5*2 + 1 + 0.98 = 2.98, p2 = 9.502
+  auto p = PullNow(*e, kB, 2);
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_NEAR(p[0], 9.502f, 1e-5);
+}
+
+TEST(SyncEngineTest, BadInputIsRefusedPreciselyAndChangesNothing) {
+  auto e = Initialised(testing::SmallJob(Mode::kSync, 2));
+  const std::string four = Bytes({1, 1, 1, 1});
+  auto push = [&](std::string_view job, int worker, KeyId key, int64_t round, std::string_view data,
+                  std::string_view dtype = "fp32") {
+    return e->Push(PushArgs{job, worker, key, round, data, dtype}, Later());
+  };
+  auto st = push("other", 0, kA, 0, four);
+  EXPECT_EQ(st.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(st.message().find("job 'other'"), absl::string_view::npos) << st;
+  st = push("j", 2, kA, 0, four);
+  EXPECT_EQ(st.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(st.message().find("worker rank 2 is not in job 'j'"), absl::string_view::npos) << st;
+  st = push("j", 0, kElsewhere, 0, Bytes({1, 1}));
+  EXPECT_EQ(st.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(st.message().find("is on shard 1"), absl::string_view::npos) << st;
+  st = push("j", 0, KeyId{7, 0}, 0, four);
+  EXPECT_EQ(st.code(), absl::StatusCode::kNotFound);
+  st = push("j", 0, kA, 0, Bytes({1, 1, 1}));
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("want 16 bytes"), absl::string_view::npos) << st;
+  st = push("j", 0, kA, 0, four, "fp16");
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  st = push("j", 0, kA, 1, four);
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(st.message().find("not open yet"), absl::string_view::npos) << st;
+  // Complete round 0, then push it again: it is in the past.
+  ASSERT_TRUE(push("j", 0, kA, 0, four).ok());
+  ASSERT_TRUE(push("j", 1, kA, 0, four).ok());
+  st = push("j", 0, kA, 0, four);
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(st.message().find("already completed"), absl::string_view::npos) << st;
+  // Only the one good round happened.
+  int64_t version = -1;
+  EXPECT_EQ(PullNow(*e, kA, 0, &version), (std::vector<float>{0.5, 1.5, 2.5, 3.5}));
+  EXPECT_EQ(version, 1);
+  EXPECT_EQ(e->Stats().rejected, 8);
+  EXPECT_EQ(e->Stats().pushes, 2);
+}
+
+TEST(SyncEngineTest, UninitialisedKeyAndBadInitAreRefused) {
+  auto e = Engine::Create(testing::SmallJob(Mode::kSync, 1), nullptr);
+  auto st = PushOf(*e, 0, kA, 0, {1, 1, 1, 1});
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(st.message().find("call InitKeys first"), absl::string_view::npos) << st;
+  EXPECT_EQ(e->Init("j", kA, Bytes({1})).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(*e->Init("j", kA, Bytes({1, 2, 3, 4})));
+  EXPECT_FALSE(*e->Init("j", kA, Bytes({9, 9, 9, 9})));  // the first value stays
+  EXPECT_EQ(PullNow(*e, kA, 0), (std::vector<float>{1, 2, 3, 4}));
+}
+
+TEST(SyncEngineTest, ShutdownWakesWaitersWithUnavailable) {
+  auto e = Initialised(testing::SmallJob(Mode::kSync, 2));
+  absl::Status got;
+  std::thread waiter([&] { got = e->Pull("j", 0, kA, 1, Later()).status(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  e->Shutdown();
+  waiter.join();
+  EXPECT_EQ(got.code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace herd::server
