@@ -12,7 +12,10 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "cli/command.h"
 #include "common/logging.h"
 #include "herd/v1/scheduler.pb.h"
@@ -36,7 +39,9 @@ class ServerCommand : public Command {
  public:
   void Configure(CLI::App& app) override {
     app.add_option("--scheduler", scheduler_.address, "host:port of the scheduler")->required();
-    app.add_option("--job", job_, "The job whose keys this shard serves")->required();
+    app.add_option("--job", job_,
+                   "The job whose keys this shard serves (default: the only job on the scheduler "
+                   "with a free shard slot)");
     app.add_option("--state", state_dir_,
                    "Directory of the shard's RocksDB state; a shard restarted on the same "
                    "directory recovers what it acknowledged")
@@ -56,8 +61,8 @@ class ServerCommand : public Command {
                    "restart on the same directory retakes its shard id)");
     app.add_option("--shard", shard_, "Ask for this shard id (default: the scheduler's choice)");
     app.add_option("--threads", service_.threads,
-                   "Most threads serving calls at once (0: gRPC's default); keep it above twice "
-                   "the job's workers")
+                   "Most threads serving calls at once (0: gRPC's default); at least twice the "
+                   "job's workers plus one")
         ->check(CLI::Range(0, 4096));
     app.add_option("--tls-cert", service_.tls_cert_file, "PEM certificate: serve with TLS");
     app.add_option("--tls-key", service_.tls_key_file, "PEM private key of --tls-cert");
@@ -105,11 +110,19 @@ class ServerCommand : public Command {
     auto sched = scheduler::SchedulerClient::Connect(scheduler_);
     if (!sched.ok()) return Fail(sched.status());
 
+    if (job_.empty()) {
+      auto chosen = ChooseJob(**sched);
+      if (!chosen.ok()) return Fail(chosen.status());
+      job_ = *chosen;
+    }
+    // The job is checked before registering, so a refused start leaves no trace with the
+    // scheduler.
+    auto job = (*sched)->GetJob(job_);
+    if (!job.ok()) return Fail(job.status());
+    if (auto st = CheckThreads(job->spec()); !st.ok()) return Fail(st);
     auto reg = Register(**sched, (*listener)->port());
     if (!reg.ok()) return Fail(reg.status());
     const int shard = reg->rank();
-    auto job = (*sched)->GetJob(job_);
-    if (!job.ok()) return Fail(job.status());
     auto plan = CurrentPlan(**sched);
     if (!plan.ok()) return Fail(plan.status());
     auto config = server::ShardConfigFromJob(job->spec(), *plan, shard, *durability);
@@ -153,6 +166,41 @@ class ServerCommand : public Command {
   }
 
  private:
+  // Without --job: the one job that is not cancelled and has a shard slot that is free, dead,
+  // or held by this shard's name (a restart).
+  absl::StatusOr<std::string> ChooseJob(scheduler::SchedulerClient& sched) {
+    auto jobs = sched.ListJobs();
+    if (!jobs.ok()) return jobs.status();
+    std::vector<std::string> open;
+    for (const auto& j : jobs->jobs()) {
+      if (j.state() == herd::v1::JOB_CANCELLED || j.spec().servers() == 0) continue;
+      bool slot = false;
+      for (const auto& m : j.servers()) slot |= m.name().empty() || !m.alive() || m.name() == name_;
+      if (slot || j.servers_size() < j.spec().servers()) open.push_back(j.spec().name());
+    }
+    if (open.size() == 1) return open[0];
+    if (open.empty()) {
+      return absl::NotFoundError(absl::StrFormat(
+          "no job on the scheduler at %s waits for a parameter-server shard: submit one with "
+          "servers > 0, or name the job with --job",
+          scheduler_.address));
+    }
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "several jobs on the scheduler wait for parameter-server shards (%s): name one with --job",
+        absl::StrJoin(open, ", ")));
+  }
+
+  // Every worker can hold a push and a pull call on a shard at once, each on a serving thread;
+  // with fewer threads a round's calls would wait on each other until their deadlines.
+  absl::Status CheckThreads(const herd::v1::JobSpec& spec) const {
+    const int needed = 2 * spec.workers() + 1;
+    if (service_.threads == 0 || service_.threads >= needed) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--threads %d is too few for job '%s' with %d workers: each worker may hold two calls "
+        "on this shard at once; use at least %d, or 0 for gRPC's default",
+        service_.threads, spec.name(), spec.workers(), needed));
+  }
+
   absl::StatusOr<herd::v1::RegisterNodeResponse> Register(scheduler::SchedulerClient& sched,
                                                           int port) {
     std::string address = advertise_;

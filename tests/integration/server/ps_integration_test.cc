@@ -406,5 +406,33 @@ TEST_F(PsIntegrationTest, CheckpointOnlyShardKeepsItsStateOverACleanStop) {
   EXPECT_FLOAT_EQ(params[0][0], 1.0f - 3 * 0.5f * 0.5f);
 }
 
+TEST_F(PsIntegrationTest, ShardStartedWithoutAJobJoinsTheOnlyJobWaitingForShards) {
+  scheduler_.Start((dir_ / "scheduler").string(), 0);
+  auto sched = scheduler::SchedulerClient::Connect({scheduler_.address()});
+  ASSERT_TRUE(sched.ok());
+  // A collectives-only job (no shard slots) beside the parameter-server job.
+  for (const auto& [name, servers] : {std::pair{"allreduce-job", 0}, std::pair{"psjob", 1}}) {
+    herd::v1::JobSpec spec;
+    spec.set_name(name);
+    spec.mutable_mode()->set_mode(servers == 0 ? "allreduce" : "ps_sync");
+    spec.set_workers(2);
+    spec.set_servers(servers);
+    auto* ts = spec.add_tensors();
+    ts->set_name("w");
+    ts->add_shape(8);
+    ts->set_dtype("fp32");
+    ASSERT_TRUE((*sched)->SubmitJob(spec).ok()) << name;
+  }
+  // The command line: only the scheduler and the state directory.
+  shards_[0].Start({"--scheduler", scheduler_.address(), "--state", (dir_ / "shard0").string(),
+                    "--listen", "127.0.0.1:0"},
+                   (dir_ / "shard0.port").string(), (dir_ / "shard0.log").string());
+  auto job = (*sched)->GetJob("psjob");
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_EQ(job->servers_size(), 1);
+  EXPECT_TRUE(job->servers(0).alive()) << shards_[0].Log();
+  EXPECT_EQ(job->servers(0).address(), "127.0.0.1:" + std::to_string(shards_[0].port()));
+}
+
 }  // namespace
 }  // namespace herd::server

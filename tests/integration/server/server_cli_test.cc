@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "tests/integration/scheduler/scheduler_process.h"
 
@@ -29,6 +30,43 @@ TEST(ServerCliTest, UnknownJobFailsWithTheSchedulersAnswer) {
                     (dir / "shard").string(), "--register-timeout", "2"});
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_NE(r.out.find("nope"), std::string::npos) << r.out;
+  sched.Stop();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ServerCliTest, WithoutAJobAndNoJobWaitingForShardsIsAClearError) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("herd_server_cli_nojob_" + std::to_string(getpid()));
+  scheduler::testing::SchedulerProcess sched;
+  sched.Start((dir / "scheduler").string(), 0);
+  auto r = RunHerd({"server", "--scheduler", sched.address(), "--state", (dir / "shard").string()});
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("no job on the scheduler"), std::string::npos) << r.out;
+  sched.Stop();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ServerCliTest, TooFewThreadsIsRefusedBeforeRegistering) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("herd_server_cli_thr_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  scheduler::testing::SchedulerProcess sched;
+  sched.Start((dir / "scheduler").string(), 0);
+  const std::string spec = (dir / "ps.yaml").string();
+  std::ofstream(spec) << "name: ps4\nmode: ps_sync\nworkers: 4\nservers: 1\ntensors:\n"
+                         "  - {name: w, shape: [16], dtype: fp32}\n";
+  auto submitted = RunHerd({"job", "submit", spec, "--scheduler", sched.address()});
+  ASSERT_EQ(submitted.rc, 0) << submitted.out;
+  auto r = RunHerd({"server", "--scheduler", sched.address(), "--state", (dir / "shard").string(),
+                    "--threads", "3"});
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("--threads 3 is too few for job 'ps4' with 4 workers"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("at least 9"), std::string::npos) << r.out;
+  // Nothing changed at the scheduler: the shard slot is still free.
+  auto status = RunHerd({"job", "status", "ps4", "--scheduler", sched.address()});
+  ASSERT_EQ(status.rc, 0) << status.out;
+  EXPECT_NE(status.out.find("servers (1)\n    0  empty"), std::string::npos) << status.out;
   sched.Stop();
   std::filesystem::remove_all(dir);
 }
