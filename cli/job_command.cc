@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/command.h"
+#include "proto/rpc/grpc_support.h"
 #include "scheduler/client/job_yaml.h"
 #include "scheduler/client/scheduler_client.h"
 #include "scheduler/scheduler_core.h"
@@ -198,7 +199,7 @@ class JobCommand : public Command {
     if (client_.address.empty()) client_.address = "127.0.0.1:7070";
     if (!client_.tls_ca_file.empty()) client_.tls = true;
     if (!token_file_.empty()) {
-      auto token = scheduler::ReadTokenFile(token_file_);
+      auto token = rpc::ReadTokenFile(token_file_);
       if (!token.ok()) return Fail(token.status());
       client_.token = *token;
     }

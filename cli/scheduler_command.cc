@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "cli/command.h"
 #include "common/logging.h"
+#include "proto/rpc/grpc_support.h"
 #include "scheduler/scheduler_core.h"
 #include "scheduler/service.h"
 
@@ -47,7 +48,7 @@ class SchedulerCommand : public Command {
       return kExitUsage;
     }
     if (!token_file_.empty()) {
-      auto token = scheduler::ReadTokenFile(token_file_);
+      auto token = rpc::ReadTokenFile(token_file_);
       if (!token.ok()) return Fail(token.status());
       server_.token = *token;
     }

@@ -19,6 +19,7 @@
 #include "cli/command.h"
 #include "common/logging.h"
 #include "herd/v1/scheduler.pb.h"
+#include "proto/rpc/grpc_support.h"
 #include "scheduler/client/scheduler_client.h"
 #include "scheduler/service.h"
 #include "server/engine.h"
@@ -87,7 +88,7 @@ class ServerCommand : public Command {
       return kExitUsage;
     }
     if (!token_file_.empty()) {
-      auto token = scheduler::ReadTokenFile(token_file_);
+      auto token = rpc::ReadTokenFile(token_file_);
       if (!token.ok()) return Fail(token.status());
       service_.token = *token;
       scheduler_.token = *token;

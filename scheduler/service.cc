@@ -3,13 +3,12 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "common/logging.h"
 #include "herd/v1/scheduler.grpc.pb.h"
+#include "proto/rpc/grpc_support.h"
 
 namespace herd::scheduler {
 namespace {
@@ -21,37 +20,13 @@ constexpr auto kMaxWait = std::chrono::minutes(10);
 // How often a plan watcher checks that its client is still there.
 constexpr auto kWatchSlice = std::chrono::milliseconds(200);
 
-grpc::Status ToGrpc(const absl::Status& st) {
-  if (st.ok()) return grpc::Status::OK;
-  // absl and gRPC share the canonical code numbering.
-  return grpc::Status(static_cast<grpc::StatusCode>(st.code()), std::string(st.message()));
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path, std::string_view what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::InvalidArgumentError(absl::StrFormat("cannot read the %s file %s", what, path));
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// The deadline of a blocking call: the client's own, bounded by kMaxWait and by `timeout_ms`
-// when the request sets one.
-Deadline CallDeadline(const ServerContext* ctx, int64_t timeout_ms) {
-  auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      ctx->deadline() - std::chrono::system_clock::now());
-  left = std::min<std::chrono::nanoseconds>(left, kMaxWait);
-  if (timeout_ms > 0)
-    left = std::min<std::chrono::nanoseconds>(left, std::chrono::milliseconds(timeout_ms));
-  return Deadline::After(std::max<std::chrono::nanoseconds>(left, std::chrono::nanoseconds(0)));
-}
+using rpc::CallDeadline;
+using rpc::ToGrpc;
 
 class SchedulerService final : public herd::v1::Scheduler::Service {
  public:
   SchedulerService(SchedulerCore* core, std::string token)
-      : core_(core), expected_(token.empty() ? "" : "Bearer " + token) {}
+      : core_(core), token_(token, "the scheduler") {}
 
   grpc::Status RegisterNode(ServerContext* ctx, const herd::v1::RegisterNodeRequest* req,
                             herd::v1::RegisterNodeResponse* resp) override {
@@ -112,7 +87,8 @@ class SchedulerService final : public herd::v1::Scheduler::Service {
   grpc::Status Barrier(ServerContext* ctx, const herd::v1::BarrierRequest* req,
                        herd::v1::BarrierResponse* resp) override {
     return Answer(
-        ctx, [&] { return core_->Barrier(*req, CallDeadline(ctx, req->timeout_ms())); }, resp);
+        ctx, [&] { return core_->Barrier(*req, CallDeadline(ctx, kMaxWait, req->timeout_ms())); },
+        resp);
   }
   grpc::Status ReportIteration(ServerContext* ctx, const herd::v1::ReportIterationRequest* req,
                                herd::v1::ReportIterationResponse* resp) override {
@@ -127,31 +103,15 @@ class SchedulerService final : public herd::v1::Scheduler::Service {
   grpc::Status StoreGet(ServerContext* ctx, const herd::v1::StoreGetRequest* req,
                         herd::v1::StoreGetResponse* resp) override {
     if (auto st = Authenticate(ctx); !st.ok()) return st;
-    auto value = core_->StoreGet(req->job(), req->key(), CallDeadline(ctx, req->timeout_ms()));
+    auto value =
+        core_->StoreGet(req->job(), req->key(), CallDeadline(ctx, kMaxWait, req->timeout_ms()));
     if (!value.ok()) return ToGrpc(value.status());
     resp->set_value(std::move(*value));
     return grpc::Status::OK;
   }
 
  private:
-  grpc::Status Authenticate(const ServerContext* ctx) const {
-    if (expected_.empty()) return grpc::Status::OK;
-    const auto& md = ctx->client_metadata();
-    auto it = md.find("authorization");
-    if (it == md.end()) {
-      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                          "this scheduler requires a bearer token: pass --token-file");
-    }
-    const std::string_view got(it->second.data(), it->second.size());
-    // Compare every byte whatever the first difference, so timing does not leak the token.
-    unsigned diff = got.size() != expected_.size();
-    for (size_t i = 0; i < got.size() && i < expected_.size(); ++i) diff |= got[i] ^ expected_[i];
-    if (diff != 0) {
-      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                          "the bearer token is wrong: check --token-file against the scheduler's");
-    }
-    return grpc::Status::OK;
-  }
+  grpc::Status Authenticate(const ServerContext* ctx) const { return token_.Check(ctx); }
 
   // Authenticates, then runs `call` (a SchedulerCore method) and maps its result.
   template <typename Call, typename T>
@@ -164,7 +124,7 @@ class SchedulerService final : public herd::v1::Scheduler::Service {
   }
 
   SchedulerCore* core_;
-  const std::string expected_;
+  const rpc::BearerTokenCheck token_;
 };
 
 class GrpcSchedulerServer final : public SchedulerServer {
@@ -174,25 +134,11 @@ class GrpcSchedulerServer final : public SchedulerServer {
   ~GrpcSchedulerServer() override { Shutdown(); }
 
   absl::Status Start(const ServerOptions& options) {
-    std::shared_ptr<grpc::ServerCredentials> creds;
-    if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
-      return absl::InvalidArgumentError(
-          "TLS needs both --tls-cert and --tls-key (PEM files); give both or neither");
-    }
-    if (!options.tls_cert_file.empty()) {
-      auto cert = ReadFile(options.tls_cert_file, "TLS certificate");
-      if (!cert.ok()) return cert.status();
-      auto key = ReadFile(options.tls_key_file, "TLS key");
-      if (!key.ok()) return key.status();
-      grpc::SslServerCredentialsOptions ssl;
-      ssl.pem_key_cert_pairs.push_back({*key, *cert});
-      creds = grpc::SslServerCredentials(ssl);
-    } else {
-      creds = grpc::InsecureServerCredentials();
-    }
+    auto creds = rpc::ServerCredentialsFromFiles(options.tls_cert_file, options.tls_key_file);
+    if (!creds.ok()) return creds.status();
     grpc::EnableDefaultHealthCheckService(true);
     grpc::ServerBuilder builder;
-    builder.AddListeningPort(options.listen, creds, &port_);
+    builder.AddListeningPort(options.listen, *creds, &port_);
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
     if (server_ == nullptr || port_ == 0) {
@@ -232,16 +178,6 @@ absl::StatusOr<std::unique_ptr<SchedulerServer>> SchedulerServer::Start(
       core, std::make_unique<SchedulerService>(core, options.token));
   if (auto st = server->Start(options); !st.ok()) return st;
   return std::unique_ptr<SchedulerServer>(std::move(server));
-}
-
-absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
-  auto text = ReadFile(path, "token");
-  if (!text.ok()) return text.status();
-  std::string token(absl::StripAsciiWhitespace(*text));
-  if (token.empty()) {
-    return absl::InvalidArgumentError(absl::StrFormat("the token file %s is empty", path));
-  }
-  return token;
 }
 
 }  // namespace herd::scheduler

@@ -34,8 +34,5 @@ class SchedulerServer {
   virtual void Shutdown() = 0;
 };
 
-// Reads a token file: its content without surrounding whitespace. INVALID_ARGUMENT when the
-// file cannot be read or is empty.
-absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
 
 }  // namespace herd::scheduler

@@ -4,14 +4,13 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include <atomic>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <type_traits>
 
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
 #include "herd/v1/ps.grpc.pb.h"
+#include "proto/rpc/grpc_support.h"
 
 namespace herd::server {
 namespace {
@@ -27,28 +26,10 @@ constexpr auto kWaitSlice = std::chrono::milliseconds(200);
 // gRPC messages: a chunk of a few MiB plus its header.
 constexpr int kMaxMessageBytes = 64 << 20;
 
-grpc::Status ToGrpc(const absl::Status& st) {
-  if (st.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(st.code()), std::string(st.message()));
-}
+using rpc::ToGrpc;
 
 Deadline CallDeadline(const ServerContext* ctx, int64_t timeout_ms = 0) {
-  auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      ctx->deadline() - std::chrono::system_clock::now());
-  left = std::min<std::chrono::nanoseconds>(left, kMaxWait);
-  if (timeout_ms > 0) {
-    left = std::min<std::chrono::nanoseconds>(left, std::chrono::milliseconds(timeout_ms));
-  }
-  return Deadline::After(std::max<std::chrono::nanoseconds>(left, std::chrono::nanoseconds(0)));
-}
-
-absl::StatusOr<std::string> ReadPem(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return absl::InvalidArgumentError(absl::StrFormat("cannot read the %s file %s", what, path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return rpc::CallDeadline(ctx, kMaxWait, timeout_ms);
 }
 
 // Runs `wait(slice_deadline)` until it returns anything but a slice's DEADLINE_EXCEEDED: the
@@ -76,7 +57,7 @@ PushArgs ArgsOf(const PushChunk& c) {
 
 class PsService final : public herd::v1::ParameterServer::Service {
  public:
-  explicit PsService(std::string token) : expected_(token.empty() ? "" : "Bearer " + token) {}
+  explicit PsService(const std::string& token) : token_(token, "the parameter-server shard") {}
 
   void SetEngine(Engine* e) { engine_.store(e); }
 
@@ -234,26 +215,9 @@ class PsService final : public herd::v1::ParameterServer::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Authenticate(const ServerContext* ctx) const {
-    if (expected_.empty()) return grpc::Status::OK;
-    const auto& md = ctx->client_metadata();
-    auto it = md.find("authorization");
-    if (it == md.end()) {
-      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                          "this parameter server requires a bearer token: pass --token-file");
-    }
-    const std::string_view got(it->second.data(), it->second.size());
-    // Compare every byte whatever the first difference, so timing does not leak the token.
-    unsigned diff = got.size() != expected_.size();
-    for (size_t i = 0; i < got.size() && i < expected_.size(); ++i) diff |= got[i] ^ expected_[i];
-    if (diff != 0) {
-      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                          "the bearer token is wrong: check --token-file against the shard's");
-    }
-    return grpc::Status::OK;
-  }
+  grpc::Status Authenticate(const ServerContext* ctx) const { return token_.Check(ctx); }
 
-  const std::string expected_;
+  const rpc::BearerTokenCheck token_;
   std::atomic<Engine*> engine_{nullptr};
 };
 
@@ -264,25 +228,11 @@ class GrpcShardServer final : public ShardServer {
   ~GrpcShardServer() override { Shutdown(); }
 
   absl::Status Start(const ServiceOptions& options) {
-    std::shared_ptr<grpc::ServerCredentials> creds;
-    if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
-      return absl::InvalidArgumentError(
-          "TLS needs both --tls-cert and --tls-key (PEM files); give both or neither");
-    }
-    if (!options.tls_cert_file.empty()) {
-      auto cert = ReadPem(options.tls_cert_file, "TLS certificate");
-      if (!cert.ok()) return cert.status();
-      auto key = ReadPem(options.tls_key_file, "TLS key");
-      if (!key.ok()) return key.status();
-      grpc::SslServerCredentialsOptions ssl;
-      ssl.pem_key_cert_pairs.push_back({*key, *cert});
-      creds = grpc::SslServerCredentials(ssl);
-    } else {
-      creds = grpc::InsecureServerCredentials();
-    }
+    auto creds = rpc::ServerCredentialsFromFiles(options.tls_cert_file, options.tls_key_file);
+    if (!creds.ok()) return creds.status();
     grpc::EnableDefaultHealthCheckService(true);
     grpc::ServerBuilder builder;
-    builder.AddListeningPort(options.listen, creds, &port_);
+    builder.AddListeningPort(options.listen, *creds, &port_);
     builder.RegisterService(service_.get());
     builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
     builder.SetMaxSendMessageSize(kMaxMessageBytes);

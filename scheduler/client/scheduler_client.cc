@@ -7,11 +7,10 @@
 #include <mutex>
 #include <optional>
 
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_format.h"
 #include "herd/v1/scheduler.grpc.pb.h"
+#include "proto/rpc/grpc_support.h"
 
 namespace herd::scheduler {
 namespace {
@@ -190,23 +189,8 @@ absl::StatusOr<std::unique_ptr<SchedulerClient>> SchedulerClient::Connect(
   if (options.address.empty()) {
     return absl::InvalidArgumentError("no scheduler address: pass --scheduler HOST:PORT");
   }
-  std::shared_ptr<grpc::ChannelCredentials> creds;
-  if (options.tls) {
-    grpc::SslCredentialsOptions ssl;
-    if (!options.tls_ca_file.empty()) {
-      std::ifstream in(options.tls_ca_file, std::ios::binary);
-      if (!in) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("cannot read the TLS CA file %s", options.tls_ca_file));
-      }
-      std::ostringstream ss;
-      ss << in.rdbuf();
-      ssl.pem_root_certs = ss.str();
-    }
-    creds = grpc::SslCredentials(ssl);
-  } else {
-    creds = grpc::InsecureChannelCredentials();
-  }
+  auto creds = rpc::ChannelCredentialsFor(options.tls, options.tls_ca_file);
+  if (!creds.ok()) return creds.status();
   grpc::ChannelArguments args;
   // Reconnect quickly after a scheduler restart instead of backing off for up to two minutes.
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
@@ -218,7 +202,7 @@ absl::StatusOr<std::unique_ptr<SchedulerClient>> SchedulerClient::Connect(
       "name": [{"service": "herd.v1.Scheduler"}],
       "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.1s", "maxBackoff": "1s",
                       "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]})");
-  auto channel = grpc::CreateCustomChannel(options.address, creds, args);
+  auto channel = grpc::CreateCustomChannel(options.address, *creds, args);
   return std::unique_ptr<SchedulerClient>(new GrpcSchedulerClient(options, std::move(channel)));
 }
 

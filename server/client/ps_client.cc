@@ -4,12 +4,11 @@
 #include <grpcpp/grpcpp.h>
 
 #include <condition_variable>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 
 #include "absl/strings/str_format.h"
 #include "herd/v1/ps.grpc.pb.h"
+#include "proto/rpc/grpc_support.h"
 
 namespace herd::server {
 namespace {
@@ -154,30 +153,15 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const PsClientOption
   if (options.address.empty()) {
     return absl::InvalidArgumentError("no parameter-server address (host:port)");
   }
-  std::shared_ptr<grpc::ChannelCredentials> creds;
-  if (options.tls) {
-    grpc::SslCredentialsOptions ssl;
-    if (!options.tls_ca_file.empty()) {
-      std::ifstream in(options.tls_ca_file, std::ios::binary);
-      if (!in) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("cannot read the TLS CA file %s", options.tls_ca_file));
-      }
-      std::ostringstream ss;
-      ss << in.rdbuf();
-      ssl.pem_root_certs = ss.str();
-    }
-    creds = grpc::SslCredentials(ssl);
-  } else {
-    creds = grpc::InsecureChannelCredentials();
-  }
+  auto creds = rpc::ChannelCredentialsFor(options.tls, options.tls_ca_file);
+  if (!creds.ok()) return creds.status();
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
   args.SetMaxSendMessageSize(64 << 20);
   // Reconnect quickly after a shard restart instead of backing off for up to two minutes.
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 500);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  auto channel = grpc::CreateCustomChannel(options.address, creds, args);
+  auto channel = grpc::CreateCustomChannel(options.address, *creds, args);
   return std::unique_ptr<PsClient>(new GrpcPsClient(options, std::move(channel)));
 }
 
