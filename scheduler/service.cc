@@ -3,7 +3,6 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
-
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "common/logging.h"

@@ -34,5 +34,4 @@ class SchedulerServer {
   virtual void Shutdown() = 0;
 };
 
-
 }  // namespace herd::scheduler

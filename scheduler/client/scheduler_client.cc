@@ -7,7 +7,6 @@
 #include <mutex>
 #include <optional>
 
-
 #include "absl/strings/str_format.h"
 #include "herd/v1/scheduler.grpc.pb.h"
 #include "proto/rpc/grpc_support.h"
