@@ -145,7 +145,10 @@ class ServerCommand : public Command {
       const std::string tmp = port_file_ + ".tmp";
       std::ofstream(tmp) << (*listener)->port() << "\n";
       std::filesystem::rename(tmp, port_file_, ec);
-      if (ec) return Fail(absl::InternalError("cannot write --port-file " + port_file_));
+      if (ec) {
+        (*listener)->Shutdown();  // before `engine` goes: serving threads may be using it
+        return Fail(absl::InternalError("cannot write --port-file " + port_file_));
+      }
     }
 
     std::atomic<bool> stopping{false};
@@ -155,12 +158,13 @@ class ServerCommand : public Command {
     sigwait(&stop, &sig);
     Log().info("server: signal {}, shutting down", sig);
     stopping.store(true);
+    // Serving stops first, so no push is acknowledged after the final write.
+    (*listener)->Shutdown();
     // A clean stop keeps everything: the policies that write less write it all now.
     if (config->durability.kind != server::Durability::Kind::kEveryRound) {
       auto n = engine->WriteAll();
       if (!n.ok()) Log().error("server: final checkpoint failed: {}", n.status().ToString());
     }
-    (*listener)->Shutdown();
     heartbeats.join();
     watcher.join();
     return kExitOk;

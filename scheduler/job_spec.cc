@@ -17,6 +17,7 @@ constexpr int64_t kDefaultChunkBytes = 1 << 20;
 constexpr int64_t kDefaultBlockBytes = 1 << 20;
 constexpr double kDefaultDensity = 0.01;
 constexpr int32_t kDefaultStaleness = 4;
+constexpr int32_t kUnboundedStaleness = -1;  // job.proto: no bound (fully asynchronous)
 constexpr int32_t kMaxProcesses = 65536;
 constexpr int kMaxTensors = 1 << 20;
 
@@ -144,9 +145,9 @@ absl::StatusOr<ModeSpec> NormalizeMode(const ModeSpec& in, const JobSpec& spec) 
   }
   if (m->staleness) {
     if (!in.has_staleness()) out.set_staleness(kDefaultStaleness);
-    if (out.staleness() < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("staleness must be >= 0, got %d", out.staleness()));
+    if (out.staleness() < kUnboundedStaleness) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "staleness must be >= 0, or -1 (inf in YAML) for none, got %d", out.staleness()));
     }
   }
   if (m->compressor) {
@@ -154,6 +155,13 @@ absl::StatusOr<ModeSpec> NormalizeMode(const ModeSpec& in, const JobSpec& spec) 
     if (!kCompressors.contains(out.compressor())) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "unknown compressor '%s'; use minmax_uint8, qsgd, sign or fp16", out.compressor()));
+    }
+    // The shards implement these two (algorithms/compression); refusing the others here keeps
+    // a job no shard could serve from being accepted.
+    if (m->needs_servers && out.compressor() != "minmax_uint8" && out.compressor() != "sign") {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "compressor '%s' is not served by parameter servers; %s takes minmax_uint8 or sign",
+          out.compressor(), in.mode()));
     }
   }
   if (m->needs_servers && spec.servers() < 1) {

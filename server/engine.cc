@@ -282,7 +282,12 @@ void Engine::SetLiveWorkers(const std::vector<int>& ranks) {
 }
 
 absl::StatusOr<int> Engine::WriteAll() {
-  HERD_RETURN_IF_ERROR(Usable());
+  // Not Usable(): the final write of a clean stop runs after Shutdown(), once no call can
+  // change the state any more.
+  {
+    std::lock_guard<std::mutex> lock(failure_mu_);
+    HERD_RETURN_IF_ERROR(failure_);
+  }
   int n = 0;
   for (auto& [key, ks] : keys_) {
     std::lock_guard<std::mutex> lock(ks->mu);

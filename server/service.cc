@@ -52,7 +52,22 @@ auto Sliced(const ServerContext* ctx, Deadline deadline, Wait wait) -> decltype(
 }
 
 PushArgs ArgsOf(const PushChunk& c) {
-  return PushArgs{c.job(), c.worker(), KeyId{c.tensor(), c.chunk()}, c.round(), c.data(), ""};
+  return PushArgs{c.job(),   c.worker(), KeyId{c.tensor(), c.chunk()},
+                  c.round(), c.data(),   c.dtype()};
+}
+
+// Chunks over the wire must say their element type (the engine also takes "" from in-process
+// callers that know it); only fp32 is served.
+absl::Status CheckWireDtype(const std::string& dtype, int tensor, int chunk, const char* what) {
+  if (dtype == "fp32" || dtype == "float32") return absl::OkStatus();
+  if (dtype.empty()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s of key (%d, %d) carries no dtype: set it to the tensor's (this shard serves fp32)",
+        what, tensor, chunk));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrFormat("%s of key (%d, %d) has dtype %s: this shard serves fp32 tensors only", what,
+                      tensor, chunk, dtype));
 }
 
 class PsService final : public herd::v1::ParameterServer::Service {
@@ -67,6 +82,9 @@ class PsService final : public herd::v1::ParameterServer::Service {
     if (auto st = Begin(ctx, &e); !st.ok()) return st;
     herd::v1::InitKeyChunk c;
     while (reader->Read(&c)) {
+      if (auto st = CheckWireDtype(c.dtype(), c.tensor(), c.chunk(), "initial value"); !st.ok()) {
+        return ToGrpc(st);
+      }
       auto done = e->Init(c.job(), KeyId{c.tensor(), c.chunk()}, c.values());
       if (!done.ok()) return ToGrpc(done.status());
       if (*done) {
@@ -191,6 +209,9 @@ class PsService final : public herd::v1::ParameterServer::Service {
       if (job != nullptr && rounds->empty()) {
         *job = c.job();
         *worker = c.worker();
+      }
+      if (auto st = CheckWireDtype(c.dtype(), c.tensor(), c.chunk(), "push"); !st.ok()) {
+        return ToGrpc(st);
       }
       if (auto st = e->Push(ArgsOf(c), deadline); !st.ok()) return ToGrpc(st);
       rounds->emplace_back(KeyId{c.tensor(), c.chunk()}, c.round());

@@ -74,7 +74,10 @@ absl::StatusOr<ShardConfig> ShardConfigFromJob(const herd::v1::JobSpec& spec,
     return absl::InvalidArgumentError(absl::StrFormat("job '%s' has no workers", spec.name()));
   }
   const auto& ms = plan.mode().mode().empty() ? spec.mode() : plan.mode();
-  if (ms.has_staleness()) c.staleness = ms.staleness();
+  // job.proto: a negative staleness (-1) means no bound.
+  if (ms.has_staleness()) {
+    c.staleness = ms.staleness() < 0 ? ShardConfig::kInfiniteStaleness : ms.staleness();
+  }
   if (c.mode == Mode::kEc) {
     auto comp =
         compression::ParseCompressor(ms.compressor().empty() ? "minmax_uint8" : ms.compressor());

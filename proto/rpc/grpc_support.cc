@@ -19,8 +19,10 @@ Deadline CallDeadline(const grpc::ServerContext* ctx, std::chrono::nanoseconds m
   auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(
       ctx->deadline() - std::chrono::system_clock::now());
   left = std::min(left, max_wait);
-  if (timeout_ms > 0) {
-    left = std::min<std::chrono::nanoseconds>(left, std::chrono::milliseconds(timeout_ms));
+  // Compared in milliseconds: a peer's huge timeout_ms must not overflow the conversion.
+  if (timeout_ms > 0 &&
+      timeout_ms < std::chrono::duration_cast<std::chrono::milliseconds>(left).count()) {
+    left = std::chrono::milliseconds(timeout_ms);
   }
   return Deadline::After(std::max(left, std::chrono::nanoseconds(0)));
 }

@@ -122,8 +122,13 @@ absl::StatusOr<herd::v1::JobSpec> FromNode(const YAML::Node& root) {
       HERD_YAML_ASSIGN(i, Scalar<int32_t>(v, key));
       mode->set_teams(static_cast<int32_t>(i));
     } else if (key == "staleness") {
-      HERD_YAML_ASSIGN(i, Scalar<int32_t>(v, key));
-      mode->set_staleness(static_cast<int32_t>(i));
+      // `inf` (no bound) is -1 in the JobSpec.
+      if (v.IsScalar() && (v.Scalar() == "inf" || v.Scalar() == "infinity")) {
+        mode->set_staleness(-1);
+      } else {
+        HERD_YAML_ASSIGN(i, Scalar<int32_t>(v, key));
+        mode->set_staleness(static_cast<int32_t>(i));
+      }
     } else if (key == "density") {
       HERD_YAML_ASSIGN(d, Scalar<double>(v, key));
       mode->set_density(d);

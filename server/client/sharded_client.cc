@@ -70,6 +70,7 @@ absl::Status ShardedPsClient::Init(const std::vector<std::vector<float>>& tensor
       k.set_worker(options_.worker);
       k.set_tensor(c.key.tensor);
       k.set_chunk(c.key.chunk);
+      k.set_dtype("fp32");
       k.set_values(BytesOf(tensors[c.key.tensor].data() + c.offset, c.count));
       chunks.push_back(std::move(k));
     }
@@ -167,6 +168,7 @@ absl::StatusOr<int64_t> ShardedPsClient::PushPull(int64_t round,
       p.set_tensor(c.key.tensor);
       p.set_chunk(c.key.chunk);
       p.set_round(round);
+      p.set_dtype("fp32");
       p.set_data(BytesOf(grads[c.key.tensor].data() + c.offset, c.count));
       chunks.push_back(std::move(p));
     }
@@ -198,6 +200,7 @@ std::vector<std::vector<PushChunk>> ShardedPsClient::MakePushes(
     p.set_tensor(c.key.tensor);
     p.set_chunk(c.key.chunk);
     p.set_round(round);
+    p.set_dtype("fp32");
     const float* data = grads[c.key.tensor].data() + c.offset;
     if (compressor == nullptr) {
       p.set_data(BytesOf(data, c.count));

@@ -123,6 +123,21 @@ TEST(JobSpec, DefaultsPerMode) {
   EXPECT_EQ(got->staleness(), 4);
   m.set_staleness(0);  // zero is a valid bound, not "unset"
   EXPECT_EQ(NormalizeMode(m, *spec)->staleness(), 0);
+  m.set_staleness(-1);  // no bound
+  EXPECT_EQ(NormalizeMode(m, *spec)->staleness(), -1);
+  m.set_staleness(-2);
+  EXPECT_EQ(NormalizeMode(m, *spec).status().code(), absl::StatusCode::kInvalidArgument);
+  // ps_ec takes only the compressors the shards implement.
+  herd::v1::ModeSpec ec;
+  ec.set_mode("ps_ec");
+  EXPECT_EQ(NormalizeMode(ec, *spec)->compressor(), "minmax_uint8");
+  ec.set_compressor("sign");
+  EXPECT_TRUE(NormalizeMode(ec, *spec).ok());
+  ec.set_compressor("qsgd");
+  auto refused = NormalizeMode(ec, *spec);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("not served by parameter servers"),
+            absl::string_view::npos);
   herd::v1::ModeSpec lp;
   lp.set_mode("lp");
   EXPECT_EQ(NormalizeMode(lp, *spec)->block_bytes(), 1 << 20);

@@ -42,6 +42,14 @@ TEST(JobYaml, ParsesTheExample) {
   EXPECT_TRUE(NormalizeJobSpec(*spec).ok());
 }
 
+TEST(JobYaml, InfiniteStalenessIsMinusOne) {
+  auto spec = ParseJobSpecYaml(
+      "name: a\nmode: ps_async\nstaleness: inf\nworkers: 2\nservers: 1\n"
+      "tensors:\n  - {name: w, shape: [4], dtype: fp32}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->mode().staleness(), -1);
+}
+
 TEST(JobYaml, ErrorsNameTheLine) {
   struct Case {
     const char* text;

@@ -45,6 +45,7 @@ class ServiceTest : public ::testing::Test {
     p.set_tensor(tensor);
     p.set_chunk(chunk);
     p.set_round(round);
+    p.set_dtype("fp32");
     p.set_data(std::move(data));
     return p;
   }
@@ -76,6 +77,7 @@ TEST_F(ServiceTest, PushPullAndPreciseErrors) {
   auto c = Client("s3cret");
   herd::v1::InitKeyChunk init;
   init.set_job("j");
+  init.set_dtype("fp32");
   init.set_values(Bytes({1, 2, 3, 4}));
   auto inited = c->InitKeys({init, init});
   ASSERT_TRUE(inited.ok()) << inited.status();
@@ -100,6 +102,23 @@ TEST_F(ServiceTest, PushPullAndPreciseErrors) {
   EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
   st = c->Push({Push(0, 1, 0, Bytes({1, 1, 1}))}).status();
   EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;  // never initialised
+  // The element type must be said, and be fp32: two fp64 values have the byte length of
+  // four fp32 ones, and would otherwise be read as garbage.
+  auto typed = [](std::string dtype) {
+    auto p = Push(0, 0, 1, Bytes({1, 1, 1, 1}));
+    p.set_dtype(std::move(dtype));
+    return p;
+  };
+  st = c->Push({typed("fp64")}).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_NE(st.message().find("dtype fp64"), absl::string_view::npos) << st;
+  st = c->Push({typed("")}).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_NE(st.message().find("carries no dtype"), absl::string_view::npos) << st;
+  herd::v1::InitKeyChunk untyped = init;
+  untyped.set_chunk(1);
+  untyped.clear_dtype();
+  EXPECT_EQ(c->InitKeys({untyped}).status().code(), absl::StatusCode::kInvalidArgument);
 
   // Nothing of that changed the key; the shard still serves.
   herd::v1::PullRequest pull;

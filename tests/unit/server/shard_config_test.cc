@@ -64,6 +64,10 @@ TEST(ShardConfigTest, AsyncStalenessComesFromTheMode) {
   auto c = ShardConfigFromJob(spec, PlanOf(spec), 0, {});
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->staleness, 0);
+  spec.mutable_mode()->set_staleness(-1);  // job.proto: no bound
+  c = ShardConfigFromJob(spec, PlanOf(spec), 0, {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->staleness, ShardConfig::kInfiniteStaleness);
 }
 
 TEST(ShardConfigTest, JobsAShardCannotServeAreRefused) {
