@@ -1,6 +1,7 @@
 // ps_async: every push is applied at once; bounded staleness on the per-key worker clocks.
 
 #include "absl/strings/str_format.h"
+#include "common/status.h"
 #include "server/engines.h"
 
 namespace herd::server {
@@ -57,6 +58,29 @@ absl::Status AsyncEngine::PushLocked(KeyState& ks, const PushArgs& args,
                  ks.slot1, ks.version + 1);
   ++ks.clocks[args.worker];
   return CompleteRoundLocked(ks, args.key);
+}
+
+absl::Status AsyncEngine::WaitReadable(KeyId key, int64_t pushed_clock, Deadline deadline) {
+  const int64_t s = config_.staleness;
+  // Reading after clock c needs pushes up to clock c - s from every live worker, i.e. c - s + 1
+  // of them; nothing when s > c (this also keeps kInfiniteStaleness from overflowing).
+  if (s > pushed_clock) return absl::OkStatus();
+  const int64_t needed = pushed_clock - s + 1;
+  HERD_ASSIGN_OR_RETURN(KeyState * ks, Lookup(config_.job, key));
+  std::unique_lock<std::mutex> lock(ks->mu);
+  for (;;) {
+    HERD_RETURN_IF_ERROR(Usable());
+    auto [slowest, who] = SlowestLocked(*ks);
+    if (who < 0 || slowest >= needed) return absl::OkStatus();
+    if (ks->cv.wait_until(lock, deadline.at()) == std::cv_status::timeout) {
+      std::tie(slowest, who) = SlowestLocked(*ks);
+      if (who < 0 || slowest >= needed) return absl::OkStatus();
+      return absl::DeadlineExceededError(absl::StrFormat(
+          "the read of key %s after clock %d waited for worker %d (%d pushes) to push clock %d "
+          "(staleness %d), and the deadline passed",
+          KeyName(key), pushed_clock, who, slowest, needed - 1, s));
+    }
+  }
 }
 
 }  // namespace herd::server

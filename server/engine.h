@@ -78,6 +78,13 @@ class Engine {
   // Waits until the key's version exceeds `round` (ps_sync / ps_ec: the round completed and,
   // under every-round, is on disk).
   absl::Status WaitRound(KeyId key, int64_t round, Deadline deadline);
+  // ps_async: after a worker pushed clock `pushed_clock` of `key`, waits until the
+  // parameters it reads next hold every live worker's updates up to clock pushed_clock - s
+  // (stale-synchronous parallel; with s = 0 the read is synchronous). Other modes: at once.
+  virtual absl::Status WaitReadable(KeyId /*key*/, int64_t /*pushed_clock*/,
+                                    Deadline /*deadline*/) {
+    return absl::OkStatus();
+  }
   // The key's state once its version is at least `min_version`.
   absl::StatusOr<Pulled> Pull(std::string_view job, int worker, KeyId key, int64_t min_version,
                               Deadline deadline);
@@ -126,13 +133,14 @@ class Engine {
   // the engine stops (every later call is UNAVAILABLE) and the error is returned.
   absl::Status CompleteRoundLocked(KeyState& ks, KeyId key);
   absl::Status Usable() const;
+  // The key's state: NOT_FOUND for another job or a key not on this shard.
+  absl::StatusOr<KeyState*> Lookup(std::string_view job, KeyId key) const;
   bool LiveWorker(int rank) const;
   void Reject() { rejected_.fetch_add(1, std::memory_order_relaxed); }
 
   const ShardConfig config_;
 
  private:
-  absl::StatusOr<KeyState*> Lookup(std::string_view job, KeyId key) const;
   absl::Status CheckWorker(int worker) const;
   absl::Status WriteLocked(KeyState& ks, KeyId key);
 

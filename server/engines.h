@@ -19,6 +19,8 @@ class AsyncEngine final : public Engine {
  public:
   AsyncEngine(ShardConfig config, KeyWriter* writer) : Engine(std::move(config), writer) {}
 
+  absl::Status WaitReadable(KeyId key, int64_t pushed_clock, Deadline deadline) override;
+
  private:
   absl::Status PushLocked(KeyState& ks, const PushArgs& args, std::unique_lock<std::mutex>& lock,
                           Deadline deadline) override;

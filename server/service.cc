@@ -142,6 +142,12 @@ class PsService final : public herd::v1::ParameterServer::Service {
     const Deadline deadline = CallDeadline(ctx);
     const bool async = e->config().mode == Mode::kAsync;
     for (const auto& [key, round] : rounds) {
+      if (async) {
+        // Stale-synchronous read: the parameters answered hold the updates the bound promises.
+        auto waited =
+            Sliced(ctx, deadline, [&](Deadline d) { return e->WaitReadable(key, round, d); });
+        if (!waited.ok()) return ToGrpc(waited);
+      }
       auto st = Send(ctx, e, stream, job, worker, key, async ? 0 : round + 1, deadline);
       if (!st.ok()) return st;
     }

@@ -87,5 +87,36 @@ TEST(AsyncEngineTest, ClocksRefuseRepeatsAndGaps) {
   EXPECT_EQ(Version(*e), 1);
 }
 
+// With s = 0 a read after a push sees every live worker's push of the same clock (the
+// synchronous case); with s = 1 one clock of lag is allowed; with no bound reads never wait.
+TEST(AsyncEngineTest, ReadsAfterAPushWaitForWhatTheBoundPromises) {
+  auto e = AsyncJob(2, /*staleness=*/0);
+  ASSERT_TRUE(PushOf(*e, 0, 0).ok());
+  auto st = e->WaitReadable(kA, 0, Soon());
+  EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
+  EXPECT_NE(st.message().find("waited for worker 1 (0 pushes) to push clock 0"),
+            absl::string_view::npos)
+      << st;
+  absl::Status read;
+  std::thread t([&] { read = e->WaitReadable(kA, 0, Later()); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(PushOf(*e, 1, 0).ok());  // the other worker's clock 0 arrives: the read may go
+  t.join();
+  EXPECT_TRUE(read.ok()) << read;
+  EXPECT_EQ(Version(*e), 2);  // what it reads holds both updates
+
+  auto lagging = AsyncJob(2, /*staleness=*/1);
+  ASSERT_TRUE(PushOf(*lagging, 0, 0).ok());
+  EXPECT_TRUE(lagging->WaitReadable(kA, 0, Soon()).ok());  // clock 0 - 1: nothing needed
+  ASSERT_TRUE(PushOf(*lagging, 0, 1).ok());
+  EXPECT_EQ(lagging->WaitReadable(kA, 1, Soon()).code(), absl::StatusCode::kDeadlineExceeded);
+  lagging->SetLiveWorkers({0});  // worker 1 declared dead: it leaves the bound
+  EXPECT_TRUE(lagging->WaitReadable(kA, 1, Soon()).ok());
+
+  auto unbounded = AsyncJob(2, ShardConfig::kInfiniteStaleness);
+  ASSERT_TRUE(PushOf(*unbounded, 0, 0).ok());
+  EXPECT_TRUE(unbounded->WaitReadable(kA, 0, Soon()).ok());
+}
+
 }  // namespace
 }  // namespace herd::server
