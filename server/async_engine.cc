@@ -20,7 +20,7 @@ std::pair<int64_t, int> AsyncEngine::SlowestLocked(const KeyState& ks) const {
 
 absl::Status AsyncEngine::PushLocked(KeyState& ks, const PushArgs& args,
                                      std::unique_lock<std::mutex>& lock, Deadline deadline) {
-  HERD_RETURN_IF_ERROR(CheckFp32Length(args, ks.count));
+  HERD_RETURN_IF_ERROR(CheckFp32Gradient(args, ks.count));
   auto check_clock = [&]() -> absl::Status {
     const int64_t clock = ks.clocks[args.worker];
     if (args.round < clock) {

@@ -100,6 +100,11 @@ absl::StatusOr<bool> Engine::Init(std::string_view job, KeyId key, std::string_v
                         "(want %d bytes)",
                         values.size(), KeyName(key), ks.count, ks.count * 4));
   }
+  if (int64_t at = FirstNonFinite(values); at >= 0) {
+    Reject();
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "initial value of key %s has a non-finite value at index %d", KeyName(key), at));
+  }
   if (ks.initialized) return false;
   std::memcpy(ks.params.data(), values.data(), values.size());
   ks.initialized = true;

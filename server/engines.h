@@ -43,7 +43,9 @@ class EcEngine final : public Engine {
 absl::Status CheckRound(const ShardConfig& config, int64_t version, const std::vector<bool>& pushed,
                         const PushArgs& args);
 
-// INVALID_ARGUMENT unless `data` holds exactly `count` fp32 values.
-absl::Status CheckFp32Length(const PushArgs& args, int64_t count);
+// INVALID_ARGUMENT unless `data` holds exactly `count` fp32 values, all finite.
+absl::Status CheckFp32Gradient(const PushArgs& args, int64_t count);
+// The index of the first NaN or infinity among fp32 bytes, or -1.
+int64_t FirstNonFinite(std::string_view fp32_bytes);
 
 }  // namespace herd::server

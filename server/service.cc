@@ -85,6 +85,12 @@ class PsService final : public herd::v1::ParameterServer::Service {
       if (auto st = CheckWireDtype(c.dtype(), c.tensor(), c.chunk(), "initial value"); !st.ok()) {
         return ToGrpc(st);
       }
+      if (c.worker() < 0 || c.worker() >= e->config().workers) {
+        return ToGrpc(absl::NotFoundError(
+            absl::StrFormat("worker rank %d is not in job '%s' (ranks 0..%d): it cannot initialise "
+                            "keys",
+                            c.worker(), e->config().job, e->config().workers - 1)));
+      }
       auto done = e->Init(c.job(), KeyId{c.tensor(), c.chunk()}, c.values());
       if (!done.ok()) return ToGrpc(done.status());
       if (*done) {

@@ -1,6 +1,8 @@
 // ps_sync: the mean of M pushes per round goes through the optimizer.
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 
 #include "absl/strings/str_format.h"
 #include "server/engines.h"
@@ -29,17 +31,35 @@ absl::Status CheckRound(const ShardConfig& config, int64_t version, const std::v
   return absl::OkStatus();
 }
 
-absl::Status CheckFp32Length(const PushArgs& args, int64_t count) {
-  if (args.data.size() == static_cast<size_t>(count) * sizeof(float)) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrFormat("push of %d bytes for key %s, which holds %d fp32 values (want %d bytes)",
-                      args.data.size(), KeyName(args.key), count, count * 4));
+absl::Status CheckFp32Gradient(const PushArgs& args, int64_t count) {
+  if (args.data.size() != static_cast<size_t>(count) * sizeof(float)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("push of %d bytes for key %s, which holds %d fp32 values (want %d bytes)",
+                        args.data.size(), KeyName(args.key), count, count * 4));
+  }
+  // A NaN or infinity would be applied, written, and then served forever: refuse it whole.
+  if (int64_t at = FirstNonFinite(args.data); at >= 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "push from worker %d for key %s has a non-finite value at index %d; nothing was applied",
+        args.worker, KeyName(args.key), at));
+  }
+  return absl::OkStatus();
+}
+
+int64_t FirstNonFinite(std::string_view fp32_bytes) {
+  const size_t n = fp32_bytes.size() / sizeof(float);
+  for (size_t i = 0; i < n; ++i) {
+    float v;
+    std::memcpy(&v, fp32_bytes.data() + i * sizeof(float), sizeof v);
+    if (!std::isfinite(v)) return static_cast<int64_t>(i);
+  }
+  return -1;
 }
 
 absl::Status SyncEngine::PushLocked(KeyState& ks, const PushArgs& args,
                                     std::unique_lock<std::mutex>&, Deadline) {
   HERD_RETURN_IF_ERROR(CheckRound(config_, ks.version, ks.pushed, args));
-  HERD_RETURN_IF_ERROR(CheckFp32Length(args, ks.count));
+  HERD_RETURN_IF_ERROR(CheckFp32Gradient(args, ks.count));
   const auto* grad = reinterpret_cast<const float*>(args.data.data());
   for (int64_t i = 0; i < ks.count; ++i) ks.accum[i] += grad[i];
   ks.pushed[args.worker] = true;

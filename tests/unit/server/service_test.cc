@@ -119,6 +119,10 @@ TEST_F(ServiceTest, PushPullAndPreciseErrors) {
   untyped.set_chunk(1);
   untyped.clear_dtype();
   EXPECT_EQ(c->InitKeys({untyped}).status().code(), absl::StatusCode::kInvalidArgument);
+  herd::v1::InitKeyChunk stranger = init;
+  stranger.set_chunk(1);
+  stranger.set_worker(7);  // the job has one worker
+  EXPECT_EQ(c->InitKeys({stranger}).status().code(), absl::StatusCode::kNotFound);
 
   // Nothing of that changed the key; the shard still serves.
   herd::v1::PullRequest pull;

@@ -48,12 +48,19 @@ class ShardStoreTest : public ::testing::Test {
     return s;
   }
 
+  // Three rounds and half of a fourth, a "crash" (everything dropped, no checkpoint), a
+  // restart on the same directory: the shard continues exactly like one that never stopped.
+  void CrashAndContinue(const ShardConfig& config);
+
   std::filesystem::path dir_;
 };
 
-ShardConfig MomentumJob(Mode mode, Durability durability) {
+// A job whose optimizer has state (Adam's two moments, or momentum's velocity) that must come
+// back with the parameters; weight decay on.
+ShardConfig StatefulJob(Mode mode, Durability durability,
+                        OptimizerConfig::Kind kind = OptimizerConfig::Kind::kAdam) {
   auto c = testing::SmallJob(mode, 2);
-  c.optimizer = {OptimizerConfig::Kind::kAdam, 0.1, 0.9, 0.01};
+  c.optimizer = {kind, 0.1, 0.9, 0.01};
   c.durability = durability;
   return c;
 }
@@ -71,7 +78,15 @@ Pulled PullOf(Engine& e, KeyId key) {
 }
 
 TEST_F(ShardStoreTest, EveryRoundSurvivesACrashAndContinuesIdentically) {
-  const auto config = MomentumJob(Mode::kSync, {});
+  for (auto kind : {OptimizerConfig::Kind::kAdam, OptimizerConfig::Kind::kMomentum}) {
+    SCOPED_TRACE(kind == OptimizerConfig::Kind::kAdam ? "adam" : "momentum");
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    CrashAndContinue(StatefulJob(Mode::kSync, {}, kind));
+  }
+}
+
+void ShardStoreTest::CrashAndContinue(const ShardConfig& config) {
   auto reference = Engine::Create(config, nullptr);
   ASSERT_TRUE(*reference->Init("j", kA, Bytes({1, 2, 3, 4})));
   {
@@ -89,7 +104,7 @@ TEST_F(ShardStoreTest, EveryRoundSurvivesACrashAndContinuesIdentically) {
   Pulled got = PullOf(*s.engine, kA), want = PullOf(*reference, kA);
   EXPECT_EQ(got.version, 3);
   EXPECT_EQ(Floats(got.data), Floats(want.data));
-  // Adam's moments came back too: the next round matches the shard that never stopped.
+  // The optimizer's state came back too: the next round matches the shard that never stopped.
   Round(*s.engine, 3, 1.0f);
   Round(*reference, 3, 1.0f);
   EXPECT_EQ(Floats(PullOf(*s.engine, kA).data), Floats(PullOf(*reference, kA).data));
@@ -98,7 +113,7 @@ TEST_F(ShardStoreTest, EveryRoundSurvivesACrashAndContinuesIdentically) {
 }
 
 TEST_F(ShardStoreTest, EveryKWritesEveryKthRound) {
-  const auto config = MomentumJob(Mode::kSync, {Durability::Kind::kEveryK, 2});
+  const auto config = StatefulJob(Mode::kSync, {Durability::Kind::kEveryK, 2});
   {
     Shard s = Open(config);
     ASSERT_TRUE(*s.engine->Init("j", kA, Bytes({1, 2, 3, 4})));
@@ -109,7 +124,7 @@ TEST_F(ShardStoreTest, EveryKWritesEveryKthRound) {
 }
 
 TEST_F(ShardStoreTest, CheckpointOnlyWritesAtCheckpoints) {
-  const auto config = MomentumJob(Mode::kSync, {Durability::Kind::kCheckpointOnly, 1});
+  const auto config = StatefulJob(Mode::kSync, {Durability::Kind::kCheckpointOnly, 1});
   std::vector<float> at_checkpoint;
   {
     Shard s = Open(config);

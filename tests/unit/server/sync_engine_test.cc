@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <thread>
 
 #include "engine_test_util.h"
@@ -137,6 +139,11 @@ TEST(SyncEngineTest, BadInputIsRefusedPreciselyAndChangesNothing) {
   EXPECT_NE(st.message().find("want 16 bytes"), absl::string_view::npos) << st;
   st = push("j", 0, kA, 0, four, "fp16");
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  st = push("j", 0, kA, 0, Bytes({1, std::numeric_limits<float>::quiet_NaN(), 1, 1}));
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("non-finite value at index 1"), absl::string_view::npos) << st;
+  st = push("j", 1, kA, 0, Bytes({1, 1, 1, std::numeric_limits<float>::infinity()}));
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   st = push("j", 0, kA, 1, four);
   EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(st.message().find("not open yet"), absl::string_view::npos) << st;
@@ -150,7 +157,7 @@ TEST(SyncEngineTest, BadInputIsRefusedPreciselyAndChangesNothing) {
   int64_t version = -1;
   EXPECT_EQ(PullNow(*e, kA, 0, &version), (std::vector<float>{0.5, 1.5, 2.5, 3.5}));
   EXPECT_EQ(version, 1);
-  EXPECT_EQ(e->Stats().rejected, 8);
+  EXPECT_EQ(e->Stats().rejected, 10);
   EXPECT_EQ(e->Stats().pushes, 2);
 }
 
@@ -160,6 +167,9 @@ TEST(SyncEngineTest, UninitialisedKeyAndBadInitAreRefused) {
   EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(st.message().find("call InitKeys first"), absl::string_view::npos) << st;
   EXPECT_EQ(e->Init("j", kA, Bytes({1})).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      e->Init("j", kA, Bytes({1, 2, std::numeric_limits<float>::infinity(), 4})).status().code(),
+      absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(*e->Init("j", kA, Bytes({1, 2, 3, 4})));
   EXPECT_FALSE(*e->Init("j", kA, Bytes({9, 9, 9, 9})));  // the first value stays
   EXPECT_EQ(PullNow(*e, kA, 0), (std::vector<float>{1, 2, 3, 4}));
