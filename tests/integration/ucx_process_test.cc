@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_format.h"
+#include "tests/integration/killed_rank_expectations.h"
 #include "tests/integration/process_ranks.h"
 
 namespace herd::transport {
@@ -99,32 +100,10 @@ std::vector<herd::testing::RankOutcome> RunRingWithVictim(
       });
 }
 
-// Every survivor exited on its own with an error that names rank 2, within 4 s of its death.
-void ExpectSurvivorsNameTheVictim(const std::vector<herd::testing::RankOutcome>& outcomes) {
-  const auto& victim = outcomes[kVictim];
-  ASSERT_FALSE(victim.exited) << victim.Describe();
-  ASSERT_EQ(victim.signal, SIGKILL) << victim.Describe();
-  const int64_t killed_at = victim.Stamp("killed_at");
-  ASSERT_GT(killed_at, 0) << victim.Describe();
-  for (const auto& o : outcomes) {
-    if (o.rank == kVictim) continue;
-    EXPECT_TRUE(o.exited && !o.killed_by_parent && o.exit_code == 1) << o.Describe();
-    EXPECT_THAT(o.status.code(),
-                AnyOf(absl::StatusCode::kUnavailable, absl::StatusCode::kDeadlineExceeded))
-        << o.Describe();
-    EXPECT_THAT(std::string(o.status.message()), HasSubstr("rank 2")) << o.Describe();
-    const int64_t failed_at = o.Stamp("failed_at");
-    EXPECT_GT(failed_at, 0) << o.Describe();
-    EXPECT_LT(failed_at - killed_at, int64_t{4'000'000'000}) << o.Describe();
-    std::cout << absl::StrFormat("rank %d failed %.0f ms after rank 2 died: %s\n", o.rank,
-                                 (failed_at - killed_at) / 1e6, o.status.ToString());
-  }
-}
-
 TEST(UcxProcessTest, KilledRankIsNamedByEverySurvivorWithinSeconds) {
   herd::testing::ProcessRanksOptions options;
   options.timeout = 60s;
-  ExpectSurvivorsNameTheVictim(RunRingWithVictim(options));
+  herd::testing::ExpectSurvivorsNameTheVictim(RunRingWithVictim(options), kVictim);
 }
 
 TEST(UcxProcessTest, KilledRankOnAnotherHostIsNamedByEverySurvivor) {
@@ -132,7 +111,7 @@ TEST(UcxProcessTest, KilledRankOnAnotherHostIsNamedByEverySurvivor) {
   herd::testing::ProcessRanksOptions options;
   options.timeout = 60s;
   options.separate_hosts = true;
-  ExpectSurvivorsNameTheVictim(RunRingWithVictim(options));
+  herd::testing::ExpectSurvivorsNameTheVictim(RunRingWithVictim(options), kVictim);
 }
 
 TEST(UcxProcessTest, ZeroCopyModeNeverHangsWhenARankDies) {
