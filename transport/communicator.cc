@@ -48,7 +48,8 @@ absl::Status Communicator::WaitAll(absl::Span<Request> reqs, Deadline deadline) 
   for (Request& r : reqs) {
     absl::Status s = wait(r, deadline);
     if (!s.ok()) {
-      abort(s);
+      // The wait's error is the one to report; abort only fails if already aborted.
+      (void)abort(s);
       return s;
     }
   }
@@ -59,7 +60,8 @@ absl::Status Communicator::WaitAll(std::initializer_list<Request*> reqs, Deadlin
   for (Request* r : reqs) {
     absl::Status s = wait(*r, deadline);
     if (!s.ok()) {
-      abort(s);
+      // The wait's error is the one to report; abort only fails if already aborted.
+      (void)abort(s);
       return s;
     }
   }

@@ -216,7 +216,7 @@ LoopbackCommunicator::LoopbackCommunicator(std::shared_ptr<Fabric> fabric, int r
     : fabric_(std::move(fabric)), rank_(rank) {}
 
 LoopbackCommunicator::~LoopbackCommunicator() {
-  fabric_->Abort(rank_, absl::CancelledError("communicator destroyed"));
+  (void)fabric_->Abort(rank_, absl::CancelledError("communicator destroyed"));
 }
 
 int LoopbackCommunicator::size() const { return fabric_->size(); }

@@ -21,17 +21,15 @@ std::string ShellQuote(const std::string& s) {
 
 }  // namespace
 
-void SchedulerProcess::Start(const std::string& state_dir, int port,
-                             std::vector<std::string> extra) {
+void HerdProcess::Start(const std::string& subcommand, std::vector<std::string> args,
+                        const std::string& port_file, const std::string& log_path,
+                        std::chrono::seconds patience) {
   Stop(SIGKILL);
-  std::filesystem::create_directories(state_dir);
-  const std::string port_file = state_dir + ".port";
-  log_path_ = state_dir + ".log";
+  log_path_ = log_path;
+  port_ = 0;
   std::filesystem::remove(port_file);
-  std::vector<std::string> args = {
-      HERD_BINARY, "scheduler", "--listen",    "127.0.0.1:" + std::to_string(port),
-      "--state",   state_dir,   "--port-file", port_file};
-  args.insert(args.end(), extra.begin(), extra.end());
+  args.insert(args.begin(), {HERD_BINARY, subcommand});
+  args.insert(args.end(), {"--port-file", port_file});
   pid_ = fork();
   ASSERT_GE(pid_, 0) << "fork failed";
   if (pid_ == 0) {
@@ -46,21 +44,24 @@ void SchedulerProcess::Start(const std::string& state_dir, int port,
     execv(argv[0], argv.data());
     _exit(127);
   }
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  const auto give_up = std::chrono::steady_clock::now() + patience;
   while (std::chrono::steady_clock::now() < give_up) {
     std::ifstream in(port_file);
     if (in >> port_ && port_ > 0) return;
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
-      FAIL() << "herd scheduler exited at start: " << log();
+      const std::string how = WIFEXITED(status) ? "exit code " + std::to_string(WEXITSTATUS(status))
+                                                : "signal " + std::to_string(WTERMSIG(status));
+      FAIL() << "herd " << subcommand << " ended at start (" << how << "): " << log();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  FAIL() << "herd scheduler did not start serving within 10 s: " << log();
+  FAIL() << "herd " << subcommand << " did not start serving within " << patience.count()
+         << " s: " << log();
 }
 
-void SchedulerProcess::Stop(int sig) {
+void HerdProcess::Stop(int sig) {
   if (pid_ <= 0) return;
   kill(pid_, sig);
   int status = 0;
@@ -68,11 +69,21 @@ void SchedulerProcess::Stop(int sig) {
   pid_ = -1;
 }
 
-std::string SchedulerProcess::log() const {
+std::string HerdProcess::log() const {
   std::ifstream in(log_path_);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+void SchedulerProcess::Start(const std::string& state_dir, int port,
+                             std::vector<std::string> extra) {
+  std::filesystem::create_directories(state_dir);
+  std::vector<std::string> args = {"--listen", "127.0.0.1:" + std::to_string(port), "--state",
+                                   state_dir};
+  args.insert(args.end(), extra.begin(), extra.end());
+  process_.Start("scheduler", std::move(args), state_dir + ".port", state_dir + ".log",
+                 std::chrono::seconds(10));
 }
 
 CliResult RunHerd(const std::vector<std::string>& args) {

@@ -11,23 +11,42 @@
 
 namespace herd::scheduler::testing {
 
-class SchedulerProcess {
+// One `herd <subcommand>` child process that reports its port through --port-file: its output
+// goes to a log file, Start waits until the port is written, Stop (and the destructor) kill it.
+class HerdProcess {
  public:
-  // Starts `herd scheduler --state state_dir --listen 127.0.0.1:port` (port 0: a free one)
-  // plus `extra` flags, and waits (up to 10 s) until it serves. Fails the test otherwise.
-  void Start(const std::string& state_dir, int port, std::vector<std::string> extra = {});
+  // Runs `herd subcommand args... --port-file port_file`, waiting up to `patience` for it to
+  // serve. Fails the test (with the exit status and the log) if it exits or times out first.
+  void Start(const std::string& subcommand, std::vector<std::string> args,
+             const std::string& port_file, const std::string& log_path,
+             std::chrono::seconds patience);
   // Sends `sig` and reaps the process.
   void Stop(int sig = SIGTERM);
-  ~SchedulerProcess() { Stop(SIGKILL); }
+  ~HerdProcess() { Stop(SIGKILL); }
 
   int port() const { return port_; }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   std::string log() const;  // what the process wrote on stdout and stderr
 
  private:
   pid_t pid_ = -1;
   int port_ = 0;
   std::string log_path_;
+};
+
+class SchedulerProcess {
+ public:
+  // Starts `herd scheduler --state state_dir --listen 127.0.0.1:port` (port 0: a free one)
+  // plus `extra` flags, and waits (up to 10 s) until it serves. Fails the test otherwise.
+  void Start(const std::string& state_dir, int port, std::vector<std::string> extra = {});
+  // Sends `sig` and reaps the process.
+  void Stop(int sig = SIGTERM) { process_.Stop(sig); }
+
+  int port() const { return process_.port(); }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port()); }
+  std::string log() const { return process_.log(); }
+
+ private:
+  HerdProcess process_;
 };
 
 struct CliResult {

@@ -30,60 +30,11 @@ constexpr float kLr = 0.1f;
 const std::vector<int64_t> kTensorSizes = {1000, 3000};
 
 // One `herd server` process.
-class ShardProcess {
+class ShardProcess : public scheduler::testing::HerdProcess {
  public:
   void Start(std::vector<std::string> args, const std::string& port_file, const std::string& log) {
-    std::filesystem::remove(port_file);
-    log_ = log;
-    args.insert(args.begin(), {HERD_BINARY, "server"});
-    args.insert(args.end(), {"--port-file", port_file});
-    pid_ = fork();
-    ASSERT_GE(pid_, 0);
-    if (pid_ == 0) {
-      FILE* f = std::fopen(log.c_str(), "a");
-      if (f != nullptr) {
-        dup2(fileno(f), 1);
-        dup2(fileno(f), 2);
-      }
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (std::chrono::steady_clock::now() < give_up) {
-      std::ifstream in(port_file);
-      if (in >> port_ && port_ > 0) return;
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        FAIL() << "herd server exited at start: " << Log();
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    FAIL() << "herd server did not start serving within 20 s: " << Log();
+    HerdProcess::Start("server", std::move(args), port_file, log, std::chrono::seconds(20));
   }
-  void Stop(int sig) {
-    if (pid_ <= 0) return;
-    kill(pid_, sig);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
-  ~ShardProcess() { Stop(SIGKILL); }
-  int port() const { return port_; }
-  std::string Log() const {
-    std::ifstream in(log_);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-
- private:
-  pid_t pid_ = -1;
-  int port_ = 0;
-  std::string log_;
 };
 
 float Grad(int worker, int round, int tensor, int64_t i) {
@@ -121,8 +72,8 @@ class PsIntegrationTest : public ::testing::Test {
     if (HasFailure()) {
       std::cerr << "scheduler log:\n"
                 << scheduler_.log() << "\nshard 0 log:\n"
-                << shards_[0].Log() << "\nshard 1 log:\n"
-                << shards_[1].Log() << "\n";
+                << shards_[0].log() << "\nshard 1 log:\n"
+                << shards_[1].log() << "\n";
     }
     for (auto& s : shards_) s.Stop(SIGKILL);
     scheduler_.Stop(SIGKILL);
@@ -144,6 +95,12 @@ class PsIntegrationTest : public ::testing::Test {
                          (dir_ / ("shard" + std::to_string(shard) + ".log")).string());
   }
 
+  absl::StatusOr<std::unique_ptr<scheduler::SchedulerClient>> ConnectScheduler() const {
+    scheduler::ClientOptions o;
+    o.address = scheduler_.address();
+    return scheduler::SchedulerClient::Connect(o);
+  }
+
   std::filesystem::path dir_;
   scheduler::testing::SchedulerProcess scheduler_;
   ShardProcess shards_[2];
@@ -151,7 +108,7 @@ class PsIntegrationTest : public ::testing::Test {
 
 TEST_F(PsIntegrationTest, ShardKilledMidRoundRestartsAndNothingAcknowledgedIsLost) {
   scheduler_.Start((dir_ / "scheduler").string(), 0, {"--heartbeat-timeout", "1s"});
-  auto sched = scheduler::SchedulerClient::Connect({scheduler_.address()});
+  auto sched = ConnectScheduler();
   ASSERT_TRUE(sched.ok());
   herd::v1::JobSpec spec;
   spec.set_name("psjob");
@@ -277,7 +234,7 @@ TEST_F(PsIntegrationTest, ShardKilledMidRoundRestartsAndNothingAcknowledgedIsLos
   for (const auto& c : base.chunks) keys1 += c.server == 1;
   const std::string recovered =
       std::to_string(keys1) + " keys, " + std::to_string(keys1) + " recovered";
-  EXPECT_NE(shards_[1].Log().find(recovered), std::string::npos) << shards_[1].Log();
+  EXPECT_NE(shards_[1].log().find(recovered), std::string::npos) << shards_[1].log();
   PsClientOptions o;
   o.address = base.addresses[1];
   auto c1 = PsClient::Connect(o);
@@ -294,7 +251,7 @@ TEST_F(PsIntegrationTest, ShardKilledMidRoundRestartsAndNothingAcknowledgedIsLos
 // worker 0 go on without it.
 TEST_F(PsIntegrationTest, AsyncBoundDropsAWorkerTheSchedulerDeclaredDead) {
   scheduler_.Start((dir_ / "scheduler").string(), 0, {"--heartbeat-timeout", "1s"});
-  auto sched = scheduler::SchedulerClient::Connect({scheduler_.address()});
+  auto sched = ConnectScheduler();
   ASSERT_TRUE(sched.ok());
   herd::v1::JobSpec spec;
   spec.set_name("psjob");
@@ -373,7 +330,7 @@ TEST_F(PsIntegrationTest, AsyncBoundDropsAWorkerTheSchedulerDeclaredDead) {
 // restarted shard serves the state of the last round.
 TEST_F(PsIntegrationTest, CheckpointOnlyShardKeepsItsStateOverACleanStop) {
   scheduler_.Start((dir_ / "scheduler").string(), 0, {"--heartbeat-timeout", "1s"});
-  auto sched = scheduler::SchedulerClient::Connect({scheduler_.address()});
+  auto sched = ConnectScheduler();
   ASSERT_TRUE(sched.ok());
   herd::v1::JobSpec spec;
   spec.set_name("psjob");
@@ -408,7 +365,7 @@ TEST_F(PsIntegrationTest, CheckpointOnlyShardKeepsItsStateOverACleanStop) {
 
 TEST_F(PsIntegrationTest, ShardStartedWithoutAJobJoinsTheOnlyJobWaitingForShards) {
   scheduler_.Start((dir_ / "scheduler").string(), 0);
-  auto sched = scheduler::SchedulerClient::Connect({scheduler_.address()});
+  auto sched = ConnectScheduler();
   ASSERT_TRUE(sched.ok());
   // A collectives-only job (no shard slots) beside the parameter-server job.
   for (const auto& [name, servers] : {std::pair{"allreduce-job", 0}, std::pair{"psjob", 1}}) {
@@ -430,7 +387,7 @@ TEST_F(PsIntegrationTest, ShardStartedWithoutAJobJoinsTheOnlyJobWaitingForShards
   auto job = (*sched)->GetJob("psjob");
   ASSERT_TRUE(job.ok()) << job.status();
   ASSERT_EQ(job->servers_size(), 1);
-  EXPECT_TRUE(job->servers(0).alive()) << shards_[0].Log();
+  EXPECT_TRUE(job->servers(0).alive()) << shards_[0].log();
   EXPECT_EQ(job->servers(0).address(), "127.0.0.1:" + std::to_string(shards_[0].port()));
 }
 

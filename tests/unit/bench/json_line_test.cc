@@ -47,7 +47,9 @@ TEST(ParseJsonLine, RejectsMalformedLines) {
         R"({"a":1,"a":2})", R"({a:1})", R"({"a":tru})", R"({"a":"\u12"})", "{\"a\":\"\x01\"}"}) {
     auto o = ParseJsonLine(bad);
     EXPECT_FALSE(o.ok()) << "accepted: " << bad;
-    if (!o.ok()) EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+    if (!o.ok()) {
+      EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+    }
   }
 }
 

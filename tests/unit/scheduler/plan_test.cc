@@ -23,7 +23,9 @@ std::vector<int> Iota(int n) {
 void ExpectSymmetric(const std::vector<std::vector<int>>& peers, const std::vector<int>& ranks) {
   const std::set<int> present(ranks.begin(), ranks.end());
   for (int r = 0; r < static_cast<int>(peers.size()); ++r) {
-    if (!present.contains(r)) EXPECT_TRUE(peers[static_cast<size_t>(r)].empty()) << "rank " << r;
+    if (!present.contains(r)) {
+      EXPECT_TRUE(peers[static_cast<size_t>(r)].empty()) << "rank " << r;
+    }
     for (int q : peers[static_cast<size_t>(r)]) {
       EXPECT_NE(q, r);
       EXPECT_TRUE(present.contains(q)) << r << " -> absent " << q;
@@ -88,7 +90,9 @@ TEST(RandomPeers, PerfectPairingOrOneTriple) {
         if (p.size() == 1) ++degree1;
         if (p.size() == 2) ++degree2;
         EXPECT_LE(p.size(), 2u);
-        if (n >= 2) EXPECT_GE(p.size(), 1u) << "every rank averages with someone";
+        if (n >= 2) {
+          EXPECT_GE(p.size(), 1u) << "every rank averages with someone";
+        }
       }
       if (n >= 2) {
         EXPECT_EQ(degree2, n % 2 == 1 ? 3 : 0) << "n=" << n;
@@ -150,7 +154,9 @@ TEST(Teams, PartitionTheRanksEqually) {
       }
       const auto want = Iota(n);
       EXPECT_EQ(all, std::multiset<int>(want.begin(), want.end()));
-      if (n % req == 0) EXPECT_EQ(t, req);
+      if (n % req == 0) {
+        EXPECT_EQ(t, req);
+      }
     }
   }
   EXPECT_EQ(EffectiveTeams(5, 4), 1);

@@ -120,7 +120,7 @@ TEST(LoopbackTest, AbortWakesEveryWaiterAndSticks) {
   Request r2 = comms[0]->irecv(1, Tag::Make(OpKind::kUser, 0, 2), AsMutableBytes(&w, 4));
   std::thread t([&] {
     std::this_thread::sleep_for(20ms);
-    comms[0]->abort(absl::CancelledError("plan epoch changed"));
+    EXPECT_TRUE(comms[0]->abort(absl::CancelledError("plan epoch changed")).ok());
   });
   EXPECT_EQ(comms[0]->wait(r1, Soon()).code(), absl::StatusCode::kCancelled);
   EXPECT_EQ(comms[0]->wait(r2, Soon()).code(), absl::StatusCode::kCancelled);
@@ -158,7 +158,7 @@ TEST(LoopbackTest, AbortReachesPeersWaitingOnTheAbortedRank) {
   int v = 0;
   Request r = comms[0]->irecv(1, Tag::Make(OpKind::kAllReduce, 0, 3), AsMutableBytes(&v, 4));
   Request unrelated = comms[0]->irecv(2, Tag{}, AsMutableBytes(&v, 4));
-  comms[1]->abort(absl::UnavailableError("rank 2 died"));
+  EXPECT_TRUE(comms[1]->abort(absl::UnavailableError("rank 2 died")).ok());
   absl::Status st = comms[0]->wait(r, Deadline::After(std::chrono::seconds(10)));
   EXPECT_EQ(st.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr("rank 1 aborted: rank 2 died"));
@@ -168,7 +168,7 @@ TEST(LoopbackTest, AbortReachesPeersWaitingOnTheAbortedRank) {
   Request s = comms[0]->isend(1, Tag{}, AsBytes(&v, 4));
   EXPECT_EQ(comms[0]->wait(s, Deadline::After(std::chrono::seconds(1))).code(),
             absl::StatusCode::kUnavailable);
-  comms[0]->abort(absl::CancelledError("test over"));
+  EXPECT_TRUE(comms[0]->abort(absl::CancelledError("test over")).ok());
 }
 
 }  // namespace
