@@ -38,7 +38,8 @@ struct KillCase {
   std::vector<int> must_fail = {};
 };
 
-Op RingAllReduceOp(size_t count, size_t segment) {
+Op RingAllReduceOp(size_t count, size_t segment,
+                   std::chrono::milliseconds timeout = kShortTimeout) {
   return [=](Communicator& comm) {
     std::vector<float> data(count, 1.0f);
     AllReduceOptions o;
@@ -46,7 +47,7 @@ Op RingAllReduceOp(size_t count, size_t segment) {
     o.data = data.data();
     o.count = count;
     o.segment_bytes = segment;
-    o.timeout = kShortTimeout;
+    o.timeout = timeout;
     return RingAllReduce(o);
   };
 }
@@ -177,7 +178,9 @@ TEST(FailureTest, AbsentRankMeansDeadlineExceededNamingAPeer) {
   const auto start = Clock::now();
   auto statuses = RunRanks(3, [&](Communicator& comm, LoopbackFabric&) -> absl::Status {
     if (comm.rank() == 2) return absl::OkStatus();  // never joins
-    return RingAllReduceOp(3000, 64)(comm);
+    // Rank 1's deadline is later than rank 0's, so what rank 1 reports is rank 0's abort, not
+    // its own deadline (with equal deadlines either may come first).
+    return RingAllReduceOp(3000, 64, comm.rank() == 1 ? 3 * kShortTimeout : kShortTimeout)(comm);
   });
   EXPECT_LT(Clock::now() - start, kShortTimeout + kSlack);
   // Rank 0 receives from rank 2 in the ring and runs into its deadline; its abort reaches
