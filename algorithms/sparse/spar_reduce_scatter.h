@@ -1,0 +1,39 @@
+#pragma once
+// Spar-Reduce-Scatter (SRS) of SparDL inside one team, on the dense working vector.
+// Internal to algorithms/sparse.
+
+#include <algorithm>
+#include <cstddef>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "algorithms/sparse/coo.h"
+#include "algorithms/sparse/schedule.h"
+#include "algorithms/sparse/topk.h"
+#include "algorithms/sparse/wire.h"
+
+namespace herd::sparse {
+
+// `count` elements padded to blocks * block and cut into `blocks` contiguous blocks of `block`
+// elements; the padding is virtual, so the last blocks may be short or empty.
+struct BlockLayout {
+  size_t count = 0;
+  size_t block = 0;
+  int blocks = 1;
+
+  size_t begin(int b) const { return std::min(count, static_cast<size_t>(b) * block); }
+  size_t length(int b) const {
+    return std::min(count, (static_cast<size_t>(b) + 1) * block) - begin(b);
+  }
+  absl::Span<float> of(float* w, int b) const { return absl::Span<float>(w + begin(b), length(b)); }
+};
+
+// Runs the rounds of SrsSchedule(team.size) over w, whose block m belongs to team member m.
+// A block's top-k is taken just before it is sent, after every pair received for it was added
+// in, and is moved out of w (what was not sent stays in w). After the last round this member's
+// own block is sparsified once more and moved into *own (indices relative to the block).
+// On return w holds exactly what this rank did not deliver, own block included.
+absl::Status SparReduceScatter(Wire& wire, const Group& team, const BlockLayout& layout, size_t k,
+                               TopkMethod method, float* w, CooBlock* own, TopkScratch* scratch);
+
+}  // namespace herd::sparse
