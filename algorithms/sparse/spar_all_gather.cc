@@ -13,13 +13,6 @@ namespace {
 
 using transport::Request;
 
-// Adds every dropped value, times `share`, into the working block.
-void Collect(const CooBlock& dropped, float share, absl::Span<float> w_block) {
-  for (size_t e = 0; e < dropped.size(); ++e) {
-    w_block[dropped.index[e]] += dropped.value[e] * share;
-  }
-}
-
 void Start(BsagState* s, int teams) {
   if (s->ratio > 0) return;
   s->ratio = 1.0 / teams;
@@ -30,8 +23,9 @@ void Start(BsagState* s, int teams) {
 }  // namespace
 
 absl::Status RecursiveSag(Wire& wire, const Group& across, size_t k, TopkMethod method,
-                          absl::Span<float> w_block, CooBlock* own, TopkScratch* scratch) {
-  const size_t limit[] = {w_block.size()};
+                          WorkingVector& w, size_t begin, size_t length, CooBlock* own,
+                          TopkScratch* scratch) {
+  const size_t limit[] = {length};
   std::vector<std::byte> out, in(MaxFrameBytes(1, k));
   CooBlock theirs, sum, dropped;
   for (int s = 0; (1 << s) < across.size; ++s) {
@@ -51,14 +45,14 @@ absl::Status RecursiveSag(Wire& wire, const Group& across, size_t k, TopkMethod 
     // Both sides now hold the same pair of blocks and compute the same sum and selection.
     MergeSum(*own, theirs, &sum);
     SplitTopK(sum, k, method, own, &dropped, scratch);
-    Collect(dropped, std::ldexp(1.0f, -(s + 1)), w_block);
+    w.Add(begin, dropped, std::ldexp(1.0f, -(s + 1)));
   }
   return absl::OkStatus();
 }
 
 absl::Status BruckSag(Wire& wire, const Group& across, size_t k, TopkMethod method,
-                      BsagState* state, absl::Span<float> w_block, CooBlock* own,
-                      TopkScratch* scratch) {
+                      BsagState* state, WorkingVector& w, size_t begin, size_t length,
+                      CooBlock* own, TopkScratch* scratch) {
   const int T = across.size;
   BsagState fresh;
   BsagState& st = state != nullptr ? *state : fresh;
@@ -68,10 +62,9 @@ absl::Status BruckSag(Wire& wire, const Group& across, size_t k, TopkMethod meth
   std::vector<CooBlock> blocks(T);
   CooBlock held_back;
   SplitTopK(*own, BsagKeep(st, k, T), method, &blocks[across.me], &held_back, scratch);
-  Collect(held_back, 1.0f, w_block);
+  w.Add(begin, held_back);
 
   // Peers may run a different k' (a state restarted elsewhere): accept up to k entries.
-  const size_t length = w_block.size();
   HERD_RETURN_IF_ERROR(SparseBruckAllGather(wire, Phase::kSag, across, k,
                                             [length](int) { return length; }, &blocks));
   // Team order, on every member: the same additions in the same order, the same bits.
@@ -82,7 +75,7 @@ absl::Status BruckSag(Wire& wire, const Group& across, size_t k, TopkMethod meth
   }
   const size_t gathered = sum.size();
   SplitTopK(sum, k, method, own, &dropped, scratch);
-  Collect(dropped, 1.0f / static_cast<float>(T), w_block);
+  w.Add(begin, dropped, 1.0f / static_cast<float>(T));
   BsagUpdate(&st, gathered, k, T);
   return absl::OkStatus();
 }

@@ -4,8 +4,9 @@
 // this position). On entry *own is this team's reduction of the block (at most k entries); on
 // return it is every team's reduction, sparsified to at most k entries, bitwise identical on
 // all members. What a SAG selection discards is split evenly among the members that computed
-// it and added into this rank's dense working block `w_block` (global residual collection: the
-// in-procedure residual stays on the ranks that discarded it). Internal to algorithms/sparse.
+// it and added into this rank's working vector at the block [begin, begin + length) (global
+// residual collection: the in-procedure residual stays on the ranks that discarded it).
+// Internal to algorithms/sparse.
 
 #include <cstddef>
 
@@ -16,6 +17,7 @@
 #include "algorithms/sparse/sparse_allreduce.h"
 #include "algorithms/sparse/topk.h"
 #include "algorithms/sparse/wire.h"
+#include "algorithms/sparse/working_vector.h"
 
 namespace herd::sparse {
 
@@ -24,16 +26,17 @@ namespace herd::sparse {
 // of a group hold the same block, so each of them keeps 1/2^(s+1) of every discarded value
 // (exact in fp32: a power-of-two scaling), and the discarded mass is counted exactly once.
 absl::Status RecursiveSag(Wire& wire, const Group& across, size_t k, TopkMethod method,
-                          absl::Span<float> w_block, CooBlock* own, TopkScratch* scratch);
+                          WorkingVector& w, size_t begin, size_t length, CooBlock* own,
+                          TopkScratch* scratch);
 
 // B-SAG (any number of teams T): each member keeps only its top k' = BsagKeep(...) entries (the
-// rest goes back into w_block), Bruck-all-gathers them across the teams without selecting in
+// rest goes back into the working vector), Bruck-all-gathers them across the teams without selecting in
 // between, adds them up in team order (so every member computes the same sum) and keeps the top
 // k; each member takes 1/T of what that last selection discards. Then the state is moved by
 // BsagUpdate with the number of entries the sum held. state == nullptr: a fresh state.
 absl::Status BruckSag(Wire& wire, const Group& across, size_t k, TopkMethod method,
-                      BsagState* state, absl::Span<float> w_block, CooBlock* own,
-                      TopkScratch* scratch);
+                      BsagState* state, WorkingVector& w, size_t begin, size_t length,
+                      CooBlock* own, TopkScratch* scratch);
 
 // The controller of B-SAG's extra top-k (see BsagState): a state not started begins at
 // ratio = step = 1/T, direction up.

@@ -18,7 +18,8 @@ namespace herd::sparse {
 using transport::Request;
 
 absl::Status SparReduceScatter(Wire& wire, const Group& team, const BlockLayout& layout, size_t k,
-                               TopkMethod method, float* w, CooBlock* own, TopkScratch* scratch) {
+                               TopkMethod method, WorkingVector& w, CooBlock* own,
+                               TopkScratch* scratch) {
   const int Q = team.size, me = team.me;
   const size_t frame_max = MaxFrameBytes(1, k);
   std::vector<std::vector<std::byte>> in, out;
@@ -38,7 +39,7 @@ absl::Status SparReduceScatter(Wire& wire, const Group& team, const BlockLayout&
     }
     for (int j = 0; j < bag; ++j) {
       const int b = (me + round.distance + j) % Q;
-      MoveTopK(layout.of(w, b), k, method, &picked, scratch);
+      w.TakeTopK(layout.begin(b), layout.length(b), k, method, &picked, scratch);
       const CooBlock* frame[] = {&picked};
       EncodeFrame(frame, &out[j]);
       sends[j] = wire.Send(to, Phase::kReduceScatter, round.first_transfer + j,
@@ -52,13 +53,12 @@ absl::Status SparReduceScatter(Wire& wire, const Group& team, const BlockLayout&
       if (absl::Status s = DecodeFrame(ConstBytes(in[j].data(), bytes), k, limit, into); !s.ok()) {
         return wire.BadFrame(from, Phase::kReduceScatter, round.first_transfer + j, s);
       }
-      float* block = w + layout.begin(b);
-      for (size_t e = 0; e < got.size(); ++e) block[got.index[e]] += got.value[e];
+      w.Add(layout.begin(b), got);
     }
     HERD_RETURN_IF_ERROR(wire.WaitSends(absl::MakeSpan(sends)));
   }
   // The end of the procedure: the own block, now reduced over the team, is cut to k once more.
-  MoveTopK(layout.of(w, me), k, method, own, scratch);
+  w.TakeTopK(layout.begin(me), layout.length(me), k, method, own, scratch);
   return absl::OkStatus();
 }
 

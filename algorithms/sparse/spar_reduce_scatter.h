@@ -11,6 +11,7 @@
 #include "algorithms/sparse/schedule.h"
 #include "algorithms/sparse/topk.h"
 #include "algorithms/sparse/wire.h"
+#include "algorithms/sparse/working_vector.h"
 
 namespace herd::sparse {
 
@@ -25,7 +26,6 @@ struct BlockLayout {
   size_t length(int b) const {
     return std::min(count, (static_cast<size_t>(b) + 1) * block) - begin(b);
   }
-  absl::Span<float> of(float* w, int b) const { return absl::Span<float>(w + begin(b), length(b)); }
 };
 
 // Runs the rounds of SrsSchedule(team.size) over w, whose block m belongs to team member m.
@@ -34,6 +34,7 @@ struct BlockLayout {
 // own block is sparsified once more and moved into *own (indices relative to the block).
 // On return w holds exactly what this rank did not deliver, own block included.
 absl::Status SparReduceScatter(Wire& wire, const Group& team, const BlockLayout& layout, size_t k,
-                               TopkMethod method, float* w, CooBlock* own, TopkScratch* scratch);
+                               TopkMethod method, WorkingVector& w, CooBlock* own,
+                               TopkScratch* scratch);
 
 }  // namespace herd::sparse

@@ -2,8 +2,11 @@
 // gradient + residual over the whole vector (error feedback: the rest is its new residual),
 // the selections are Bruck-all-gathered, and every rank adds them up in rank order (the same
 // additions in the same order on every rank, so the same bits) and divides by P.
+// Where several ranks selected an index the sum may cancel to exactly 0: the result is then 0
+// there although the index was delivered (the ranks' residuals are 0 there too).
 
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "algorithms/sparse/schedule.h"
@@ -33,15 +36,25 @@ absl::Status TopkAllGatherAllReduce(const SparseAllReduceOptions& o) {
   Wire wire(comm, o.tag, deadline, kWhat);
   const Group all{0, 1, P, r};
   const size_t count = o.count;
-  HERD_RETURN_IF_ERROR(SparseBruckAllGather(wire, Phase::kTopA, all, k,
-                                            [count](int) { return count; }, &blocks));
-
-  std::memset(o.data, 0, o.count * sizeof(float));
-  for (const CooBlock& c : blocks) {
-    for (size_t e = 0; e < c.size(); ++e) o.data[c.index[e]] += c.value[e];
+  if (absl::Status st = SparseBruckAllGather(wire, Phase::kTopA, all, k,
+                                             [count](int) { return count; }, &blocks);
+      !st.ok()) {
+    // Nothing was delivered: the selection goes back into the residual, which is x again.
+    const CooBlock& mine = blocks[r];
+    for (size_t e = 0; e < mine.size(); ++e) o.residual[mine.index[e]] = mine.value[e];
+    return st;
   }
+
+  // Sparse sum in rank order ((b0 + b1) + b2) + ..., then one division per index of the union:
+  // no pass over the dense vector beyond clearing it.
+  CooBlock sum = std::move(blocks[0]), next;
+  for (int q = 1; q < P; ++q) {
+    MergeSum(sum, blocks[q], &next);
+    std::swap(sum, next);
+  }
+  std::memset(o.data, 0, o.count * sizeof(float));
   const float ranks = static_cast<float>(P);
-  for (size_t i = 0; i < o.count; ++i) o.data[i] /= ranks;
+  for (size_t e = 0; e < sum.size(); ++e) o.data[sum.index[e]] = sum.value[e] / ranks;
   return absl::OkStatus();
 }
 

@@ -126,7 +126,14 @@ TEST_P(SparseKillTest, SurvivorsFailWithinTheDeadline) {
         if (n == c.kill_at_send) fabric.kill(c.victim, absl::UnavailableError("killed by the test"));
       });
     }
-    std::vector<float> data(20011, 1.0f), residual(data.size(), 0.0f);
+    std::vector<float> data(20011), residual(data.size());
+    for (size_t i = 0; i < data.size(); ++i) {
+      data[i] = Gradient(Inputs::kRandom, comm.rank(), 0, i);
+      residual[i] = Gradient(Inputs::kRandom, comm.rank(), 1, i);
+    }
+    const std::vector<float> gradient = data;
+    std::vector<float> input(data.size());
+    for (size_t i = 0; i < data.size(); ++i) input[i] = data[i] + residual[i];
     SparseAllReduceOptions o;
     o.comm = &fc;
     o.data = data.data();
@@ -136,7 +143,14 @@ TEST_P(SparseKillTest, SurvivorsFailWithinTheDeadline) {
     o.teams = c.teams;
     o.sag = c.sag;
     o.timeout = kShortTimeout;
-    return c.op(o);
+    absl::Status st = c.op(o);
+    // A failed call loses nothing: the gradient is still in data, gradient + residual in
+    // residual.
+    if (!st.ok() && (data != gradient || residual != input)) {
+      return absl::InternalError(absl::StrFormat("rank %d failed with '%s' but changed its buffers",
+                                                 comm.rank(), st.ToString()));
+    }
+    return st;
   });
   EXPECT_LT(std::chrono::steady_clock::now() - start, kShortTimeout + kSlack);
   const std::string victim = absl::StrFormat("rank %d", c.victim);
