@@ -50,9 +50,9 @@ absl::Status DecodeFrame(ConstBytes frame, size_t max_entries, absl::Span<const 
   size_t expected = n * sizeof(uint32_t);
   for (size_t b = 0; b < n; ++b) {
     if (counts[b] > max_entries) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "block %u of a frame has %u entries, more than the %u allowed", b, counts[b],
-          max_entries));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("block %u of a frame has %u entries, more than the %u allowed", b,
+                          counts[b], max_entries));
     }
     expected += counts[b] * kEntryBytes;
   }
@@ -73,9 +73,9 @@ absl::Status DecodeFrame(ConstBytes frame, size_t max_entries, absl::Span<const 
     // Ascending and in range: checking the last index bounds all of them.
     for (size_t i = 1; i < out.index.size(); ++i) {
       if (out.index[i] <= out.index[i - 1]) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "block %u of a frame has index %u after %u (indices must ascend)", b, out.index[i],
-            out.index[i - 1]));
+        return absl::InvalidArgumentError(
+            absl::StrFormat("block %u of a frame has index %u after %u (indices must ascend)", b,
+                            out.index[i], out.index[i - 1]));
       }
     }
     if (out.index.back() >= limits[b]) {

@@ -66,9 +66,9 @@ absl::Status ValidateSparseOptions(std::string_view what, const SparseAllReduceO
     return invalid(absl::StrFormat("unknown top-k method %d", static_cast<int>(o.topk)));
   }
   if (o.comm->memory() != transport::MemoryKind::kHost) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "%s needs host memory, but the %s communicator holds device memory", what,
-        o.comm->backend()));
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s needs host memory, but the %s communicator holds device memory", what,
+                        o.comm->backend()));
   }
   const int P = o.comm->size();
   if (P > static_cast<int>(kMaxPhaseStep) + 1) {

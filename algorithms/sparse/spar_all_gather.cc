@@ -30,12 +30,12 @@ absl::Status RecursiveSag(Wire& wire, const Group& across, size_t k, TopkMethod 
   CooBlock theirs, sum, dropped;
   for (int s = 0; (1 << s) < across.size; ++s) {
     const int peer = across.Rank(across.me ^ (1 << s));
-    Request recv =
-        wire.Recv(peer, Phase::kSag, static_cast<uint32_t>(s), AsMutableBytes(in.data(), in.size()));
+    Request recv = wire.Recv(peer, Phase::kSag, static_cast<uint32_t>(s),
+                             AsMutableBytes(in.data(), in.size()));
     const CooBlock* frame[] = {own};
     EncodeFrame(frame, &out);
-    Request send = wire.Send(peer, Phase::kSag, static_cast<uint32_t>(s),
-                             AsBytes(out.data(), out.size()));
+    Request send =
+        wire.Send(peer, Phase::kSag, static_cast<uint32_t>(s), AsBytes(out.data(), out.size()));
     HERD_ASSIGN_OR_RETURN(size_t bytes, wire.WaitRecv(recv));
     CooBlock* into[] = {&theirs};
     if (absl::Status st = DecodeFrame(ConstBytes(in.data(), bytes), k, limit, into); !st.ok()) {
@@ -65,8 +65,8 @@ absl::Status BruckSag(Wire& wire, const Group& across, size_t k, TopkMethod meth
   w.Add(begin, held_back);
 
   // Peers may run a different k' (a state restarted elsewhere): accept up to k entries.
-  HERD_RETURN_IF_ERROR(SparseBruckAllGather(wire, Phase::kSag, across, k,
-                                            [length](int) { return length; }, &blocks));
+  HERD_RETURN_IF_ERROR(SparseBruckAllGather(
+      wire, Phase::kSag, across, k, [length](int) { return length; }, &blocks));
   // Team order, on every member: the same additions in the same order, the same bits.
   CooBlock sum = std::move(blocks[0]), next, dropped;
   for (int t = 1; t < T; ++t) {

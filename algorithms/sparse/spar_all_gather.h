@@ -30,10 +30,10 @@ absl::Status RecursiveSag(Wire& wire, const Group& across, size_t k, TopkMethod 
                           TopkScratch* scratch);
 
 // B-SAG (any number of teams T): each member keeps only its top k' = BsagKeep(...) entries (the
-// rest goes back into the working vector), Bruck-all-gathers them across the teams without selecting in
-// between, adds them up in team order (so every member computes the same sum) and keeps the top
-// k; each member takes 1/T of what that last selection discards. Then the state is moved by
-// BsagUpdate with the number of entries the sum held. state == nullptr: a fresh state.
+// rest goes back into the working vector), Bruck-all-gathers them across the teams without
+// selecting in between, adds them up in team order (so every member computes the same sum) and
+// keeps the top k; each member takes 1/T of what that last selection discards. Then the state is
+// moved by BsagUpdate with the number of entries the sum held. state == nullptr: a fresh state.
 absl::Status BruckSag(Wire& wire, const Group& across, size_t k, TopkMethod method,
                       BsagState* state, WorkingVector& w, size_t begin, size_t length,
                       CooBlock* own, TopkScratch* scratch);

@@ -42,15 +42,15 @@ absl::Status Exchange(Wire& wire, const SparseAllReduceOptions& o, const BlockLa
   HERD_RETURN_IF_ERROR(SparReduceScatter(wire, team_group, layout, k, o.topk, w, &own, &scratch));
   if (T > 1) {
     const Group across{position, Q, T, team};
-    const bool recursive = o.sag == SagAlgorithm::kRecursive ||
-                           (o.sag == SagAlgorithm::kAuto && IsPowerOfTwo(T));
+    const bool recursive =
+        o.sag == SagAlgorithm::kRecursive || (o.sag == SagAlgorithm::kAuto && IsPowerOfTwo(T));
     const size_t begin = layout.begin(position), length = layout.length(position);
     HERD_RETURN_IF_ERROR(
         recursive ? RecursiveSag(wire, across, k, o.topk, w, begin, length, &own, &scratch)
                   : BruckSag(wire, across, k, o.topk, o.bsag, w, begin, length, &own, &scratch));
   }
-  return SparseBruckAllGather(wire, Phase::kTeamGather, team_group, k,
-                              [&](int m) { return layout.length(m); }, blocks);
+  return SparseBruckAllGather(
+      wire, Phase::kTeamGather, team_group, k, [&](int m) { return layout.length(m); }, blocks);
 }
 
 }  // namespace

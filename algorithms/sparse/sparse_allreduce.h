@@ -51,9 +51,9 @@ absl::StatusOr<SagAlgorithm> ParseSagAlgorithm(std::string_view name);
 // Every rank of a job passes its own state; ranks at the same team position see the same counts
 // and so keep identical states.
 struct BsagState {
-  double ratio = 0;   // 0: not started; the first call starts at 1 / teams
-  double step = 0;    // the next move of ratio (starts at 1 / teams)
-  int direction = 0;  // +1 up, -1 down, 0 not started
+  double ratio = 0;          // 0: not started; the first call starts at 1 / teams
+  double step = 0;           // the next move of ratio (starts at 1 / teams)
+  int direction = 0;         // +1 up, -1 down, 0 not started
   size_t last_gathered = 0;  // entries of the gathered sum in the last call (for monitoring)
 };
 

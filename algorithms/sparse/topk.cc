@@ -125,8 +125,8 @@ void SelectTopK(absl::Span<const float> x, size_t k, TopkMethod method,
   // Exact: aim below the estimate by 4 standard deviations of the sample count, so that one
   // pass nearly always collects at least k candidates; lower the threshold until it does (or
   // until every non-zero was collected, the threshold having reached 1).
-  size_t j = std::min(sample_size,
-                      static_cast<size_t>(std::ceil(expected + 4 * std::sqrt(expected) + 8)));
+  size_t j =
+      std::min(sample_size, static_cast<size_t>(std::ceil(expected + 4 * std::sqrt(expected) + 8)));
   for (;;) {
     const uint32_t threshold = SampleThreshold(s.sample, j);
     Collect(x, threshold, &s.keys);

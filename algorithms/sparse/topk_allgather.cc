@@ -36,8 +36,8 @@ absl::Status TopkAllGatherAllReduce(const SparseAllReduceOptions& o) {
   Wire wire(comm, o.tag, deadline, kWhat);
   const Group all{0, 1, P, r};
   const size_t count = o.count;
-  if (absl::Status st = SparseBruckAllGather(wire, Phase::kTopA, all, k,
-                                             [count](int) { return count; }, &blocks);
+  if (absl::Status st = SparseBruckAllGather(
+          wire, Phase::kTopA, all, k, [count](int) { return count; }, &blocks);
       !st.ok()) {
     // Nothing was delivered: the selection goes back into the residual, which is x again.
     const CooBlock& mine = blocks[r];

@@ -63,8 +63,8 @@ void FillGradient(int rank, std::vector<float>& g) {
   for (float& v : g) {
     const uint64_t h = next();
     // Sum of four uniforms: close enough to a normal for a benchmark, and cheap.
-    const double n = (double(h & 0xffff) + double((h >> 16) & 0xffff) +
-                      double((h >> 32) & 0xffff) + double(h >> 48)) /
+    const double n = (double(h & 0xffff) + double((h >> 16) & 0xffff) + double((h >> 32) & 0xffff) +
+                      double(h >> 48)) /
                          65536.0 -
                      2.0;
     const double scale = std::exp(double(next() & 0xff) / 64.0 - 2.0);
@@ -172,7 +172,8 @@ absl::StatusOr<std::vector<SparseBenchRow>> MeasureOnCommunicator(
       if (t.mean_s > slowest->mean_s) slowest = &t;
       row.wait_ms += t.waited_s * 1e3 / P;
       // The checksum of equal vectors is the same double, bit for bit.
-      row.identical = row.identical && std::memcmp(&t.checksum, &all[0].checksum, sizeof(double)) == 0;
+      row.identical =
+          row.identical && std::memcmp(&t.checksum, &all[0].checksum, sizeof(double)) == 0;
     }
     row.mean_ms = slowest->mean_s * 1e3;
     row.median_ms = slowest->median_s * 1e3;

@@ -68,10 +68,10 @@ std::string RenderTable(const std::vector<SparseBenchRow>& rows) {
     const std::string speedup = it != ring.end() && r.median_ms > 0
                                     ? absl::StrFormat("%.2fx", it->second / r.median_ms)
                                     : "-";
-    out += absl::StrFormat("| %s | %d | %s | %g | %d | %.1f | %.1f | %.1f | %.1f | %s | %u | %s |\n",
-                           r.transport, r.ranks, r.algo, r.density, r.teams, r.median_ms,
-                           r.mean_ms, r.min_ms, r.wait_ms, speedup, r.nonzeros,
-                           r.identical ? "yes" : "NO");
+    out +=
+        absl::StrFormat("| %s | %d | %s | %g | %d | %.1f | %.1f | %.1f | %.1f | %s | %u | %s |\n",
+                        r.transport, r.ranks, r.algo, r.density, r.teams, r.median_ms, r.mean_ms,
+                        r.min_ms, r.wait_ms, speedup, r.nonzeros, r.identical ? "yes" : "NO");
   }
   return out;
 }

@@ -15,6 +15,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "absl/strings/str_format.h"
+
 #include "bench/sparse/sparse_bench.h"
 
 namespace {
@@ -58,7 +60,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--topk", topk, "Top-k method: exact or sampled")->capture_default_str();
   app.add_option("--warmup", spec.warmup, "Untimed calls first")->capture_default_str();
-  app.add_option("--iters", spec.iters, "Timed calls")->check(CLI::Range(1, 100000))
+  app.add_option("--iters", spec.iters, "Timed calls")
+      ->check(CLI::Range(1, 100000))
       ->capture_default_str();
   app.add_option("--timeout-s", timeout_s, "Deadline of each call")->capture_default_str();
   app.add_flag("--json", json, "Rows as JSON lines instead of the table");
@@ -89,12 +92,15 @@ int main(int argc, char** argv) {
         rows = hbs::RunLoopback(p, spec);
       } else if (transport == "ucx") {
         // The children measure exactly this spec, for one rank count.
-        std::vector<std::string> args = {
-            "--ranks",  std::to_string(p),          "--count",   std::to_string(spec.count),
-            "--density", std::to_string(spec.density), "--teams", std::to_string(spec.teams),
-            "--sag",    sag,                        "--topk",    topk,
-            "--warmup", std::to_string(spec.warmup), "--iters",  std::to_string(spec.iters),
-            "--timeout-s", std::to_string(timeout_s)};
+        std::vector<std::string> args = {"--ranks",     std::to_string(p),
+                                         "--count",     std::to_string(spec.count),
+                                         "--density",   absl::StrFormat("%.17g", spec.density),
+                                         "--teams",     std::to_string(spec.teams),
+                                         "--sag",       sag,
+                                         "--topk",      topk,
+                                         "--warmup",    std::to_string(spec.warmup),
+                                         "--iters",     std::to_string(spec.iters),
+                                         "--timeout-s", std::to_string(timeout_s)};
         std::string algos;
         for (const std::string& a : spec.algos) algos += (algos.empty() ? "" : ",") + a;
         args.insert(args.end(), {"--algos", algos});

@@ -41,11 +41,11 @@ struct SparseBenchRow {
   double density = 0;
   int teams = 1;
   int iters = 0;
-  double mean_ms = 0;    // slowest rank's mean time per call
-  double median_ms = 0;  // slowest rank's median
-  double min_ms = 0;     // fastest call of the slowest rank
-  double wait_ms = 0;    // mean over ranks of the time blocked in Communicator::wait per call
-  size_t nonzeros = 0;   // of rank 0's last result
+  double mean_ms = 0;      // slowest rank's mean time per call
+  double median_ms = 0;    // slowest rank's median
+  double min_ms = 0;       // fastest call of the slowest rank
+  double wait_ms = 0;      // mean over ranks of the time blocked in Communicator::wait per call
+  size_t nonzeros = 0;     // of rank 0's last result
   bool identical = false;  // every rank's last result had the same checksum
 };
 

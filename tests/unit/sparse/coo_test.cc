@@ -48,7 +48,7 @@ TEST(CooFrameTest, RefusesMalformedFrames) {
     return DecodeFrame(ConstBytes(f.data(), f.size()), max_entries, absl::MakeSpan(lim, 1), out);
   };
   EXPECT_TRUE(decode(frame, 3, limit).ok());
-  EXPECT_EQ(decode(frame, 2, limit).code(), absl::StatusCode::kInvalidArgument);  // too many
+  EXPECT_EQ(decode(frame, 2, limit).code(), absl::StatusCode::kInvalidArgument);        // too many
   EXPECT_EQ(decode(frame, 3, short_limit).code(), absl::StatusCode::kInvalidArgument);  // range
   std::vector<std::byte> truncated(frame.begin(), frame.end() - 1);
   EXPECT_EQ(decode(truncated, 3, limit).code(), absl::StatusCode::kInvalidArgument);

@@ -18,8 +18,8 @@
 namespace herd::sparse::testing {
 namespace {
 
-using ::testing::HasSubstr;
 using collectives::testing::ForwardingCommunicator;
+using ::testing::HasSubstr;
 using transport::Communicator;
 using transport::LoopbackFabric;
 
@@ -123,7 +123,8 @@ TEST_P(SparseKillTest, SurvivorsFailWithinTheDeadline) {
     ForwardingCommunicator fc(comm);
     if (comm.rank() == c.victim) {
       fc.set_on_send([&](int n) {
-        if (n == c.kill_at_send) fabric.kill(c.victim, absl::UnavailableError("killed by the test"));
+        if (n == c.kill_at_send)
+          fabric.kill(c.victim, absl::UnavailableError("killed by the test"));
       });
     }
     std::vector<float> data(20011), residual(data.size());
@@ -160,8 +161,8 @@ TEST_P(SparseKillTest, SurvivorsFailWithinTheDeadline) {
     EXPECT_FALSE(statuses[q].ok()) << "rank " << q << " returned OK";
     naming += std::string(statuses[q].message()).find(victim) != std::string::npos;
   }
-  EXPECT_GE(naming, 1) << "no survivor named " << victim << "; first: "
-                       << herd::testing::FirstError(statuses);
+  EXPECT_GE(naming, 1) << "no survivor named " << victim
+                       << "; first: " << herd::testing::FirstError(statuses);
 }
 
 INSTANTIATE_TEST_SUITE_P(Sparse, SparseKillTest, ::testing::Range(0, 5),

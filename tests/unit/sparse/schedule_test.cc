@@ -50,8 +50,8 @@ TEST(SrsScheduleTest, EveryBlockReducedOnItsOwner) {
           const int b = (r + j) % P;
           // What `from` sends as its j-th block must be what r expects as its j-th.
           ASSERT_EQ((from + round.distance + j) % P, b);
-          ASSERT_FALSE(sent[r][b]) << "rank " << r << " receives block " << b
-                                   << " after (or while) sending it";
+          ASSERT_FALSE(sent[r][b])
+              << "rank " << r << " receives block " << b << " after (or while) sending it";
           carries[r][b] |= before[from][b];
         }
       }

@@ -111,9 +111,8 @@ absl::StatusOr<std::vector<CallRecord>> RunCalls(const Case& c) {
   for (size_t q = 1; q < r.result.size(); ++q) {
     for (size_t i = 0; i < r.result[0].size(); ++i) {
       if (Bits(r.result[q][i]) != Bits(r.result[0][i])) {
-        return ::testing::AssertionFailure()
-               << "element " << i << ": rank " << q << " has " << r.result[q][i] << ", rank 0 "
-               << r.result[0][i];
+        return ::testing::AssertionFailure() << "element " << i << ": rank " << q << " has "
+                                             << r.result[q][i] << ", rank 0 " << r.result[0][i];
       }
     }
   }
@@ -161,8 +160,8 @@ absl::StatusOr<std::vector<CallRecord>> RunCalls(const Case& c) {
     for (size_t q = 0; q < r.input.size(); ++q) {
       if (Bits(r.residual[q][i]) != Bits(r.input[q][i])) {
         return ::testing::AssertionFailure()
-               << "element " << i << " is outside the support, but rank " << q
-               << "'s residual is " << r.residual[q][i] << ", its input " << r.input[q][i];
+               << "element " << i << " is outside the support, but rank " << q << "'s residual is "
+               << r.residual[q][i] << ", its input " << r.input[q][i];
       }
     }
   }

@@ -23,9 +23,9 @@ constexpr std::chrono::milliseconds kTimeout = 60s;
 
 enum class Algo { kSparDL, kTopA };
 enum class Inputs {
-  kRandom,   // fp32 values of varied magnitude, no two alike in practice
-  kTies,     // small integers: many equal magnitudes and exact cancellations
-  kSparse,   // mostly zeros: blocks with fewer non-zeros than k
+  kRandom,  // fp32 values of varied magnitude, no two alike in practice
+  kTies,    // small integers: many equal magnitudes and exact cancellations
+  kSparse,  // mostly zeros: blocks with fewer non-zeros than k
 };
 
 struct Case {

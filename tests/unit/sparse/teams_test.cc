@@ -61,17 +61,14 @@ TEST_P(TeamsSweep, TiedAndSampled) {
 
 INSTANTIATE_TEST_SUITE_P(
     Sparse, TeamsSweep,
-    ::testing::Values(TeamsParam{2, 2, SagAlgorithm::kRecursive},
-                      TeamsParam{4, 2, SagAlgorithm::kRecursive},
-                      TeamsParam{4, 4, SagAlgorithm::kRecursive},
-                      TeamsParam{6, 2, SagAlgorithm::kRecursive},
-                      TeamsParam{8, 2, SagAlgorithm::kRecursive},
-                      TeamsParam{8, 4, SagAlgorithm::kRecursive},
-                      TeamsParam{8, 8, SagAlgorithm::kRecursive},
-                      TeamsParam{4, 2, SagAlgorithm::kBruck}, TeamsParam{4, 4, SagAlgorithm::kBruck},
-                      TeamsParam{3, 3, SagAlgorithm::kBruck}, TeamsParam{5, 5, SagAlgorithm::kBruck},
-                      TeamsParam{6, 3, SagAlgorithm::kBruck}, TeamsParam{6, 6, SagAlgorithm::kAuto},
-                      TeamsParam{8, 4, SagAlgorithm::kBruck}),
+    ::testing::Values(
+        TeamsParam{2, 2, SagAlgorithm::kRecursive}, TeamsParam{4, 2, SagAlgorithm::kRecursive},
+        TeamsParam{4, 4, SagAlgorithm::kRecursive}, TeamsParam{6, 2, SagAlgorithm::kRecursive},
+        TeamsParam{8, 2, SagAlgorithm::kRecursive}, TeamsParam{8, 4, SagAlgorithm::kRecursive},
+        TeamsParam{8, 8, SagAlgorithm::kRecursive}, TeamsParam{4, 2, SagAlgorithm::kBruck},
+        TeamsParam{4, 4, SagAlgorithm::kBruck}, TeamsParam{3, 3, SagAlgorithm::kBruck},
+        TeamsParam{5, 5, SagAlgorithm::kBruck}, TeamsParam{6, 3, SagAlgorithm::kBruck},
+        TeamsParam{6, 6, SagAlgorithm::kAuto}, TeamsParam{8, 4, SagAlgorithm::kBruck}),
     [](const auto& info) {
       return absl::StrFormat("P%d_T%d_%s", std::get<0>(info.param), std::get<1>(info.param),
                              SagAlgorithmName(std::get<2>(info.param)));
@@ -85,7 +82,7 @@ TEST(BsagControllerTest, StartsAtOneOverTeams) {
 
 TEST(BsagControllerTest, StepDoublesWhileTheDirectionHoldsAndHalvesWhenItTurns) {
   BsagState s;
-  const int T = 4;  // ratio in [0.25, 1]
+  const int T = 4;               // ratio in [0.25, 1]
   BsagUpdate(&s, 500, 1000, T);  // few gathered: up by the first step 0.25
   EXPECT_DOUBLE_EQ(s.ratio, 0.5);
   EXPECT_DOUBLE_EQ(s.step, 0.25);

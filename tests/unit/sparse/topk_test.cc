@@ -80,8 +80,8 @@ std::vector<size_t> KsFor(size_t n) {
   return ks;
 }
 
-const Dist kDists[] = {Dist::kUniform,    Dist::kGauss,   Dist::kTies,           Dist::kMostlyZero,
-                       Dist::kAscending,  Dist::kAllZero, Dist::kSignAlternating};
+const Dist kDists[] = {Dist::kUniform,   Dist::kGauss,   Dist::kTies,           Dist::kMostlyZero,
+                       Dist::kAscending, Dist::kAllZero, Dist::kSignAlternating};
 const size_t kSizes[] = {0, 1, 5, 1000, kSmallInput - 1, kSmallInput, 100003, size_t{1} << 20};
 
 TEST(TopkTest, ExactMatchesReference) {
