@@ -3,6 +3,8 @@
 // phases run in (a team for SRS and the final all-gather, the ranks at one position of every
 // team for Spar-All-Gather). Pure arithmetic, no communication; internal to algorithms/sparse.
 
+#include <algorithm>
+#include <cstddef>
 #include <vector>
 
 namespace herd::sparse {
@@ -42,6 +44,19 @@ struct Group {
 
   // The communicator rank of member m, m taken modulo size (negative too).
   int Rank(int m) const { return base + (((m % size) + size) % size) * stride; }
+};
+
+// `count` elements padded to blocks * block and cut into `blocks` contiguous blocks of `block`
+// elements; the padding is virtual, so the last blocks may be short or empty.
+struct BlockLayout {
+  size_t count = 0;
+  size_t block = 0;
+  int blocks = 1;
+
+  size_t begin(int b) const { return std::min(count, static_cast<size_t>(b) * block); }
+  size_t length(int b) const {
+    return std::min(count, (static_cast<size_t>(b) + 1) * block) - begin(b);
+  }
 };
 
 }  // namespace herd::sparse

@@ -23,7 +23,7 @@ void Start(BsagState* s, int teams) {
 }  // namespace
 
 absl::Status RecursiveSag(Wire& wire, const Group& across, size_t k, TopkMethod method,
-                          WorkingVector& w, size_t begin, size_t length, CooBlock* own,
+                          WorkingVector& w, int block, size_t length, CooBlock* own,
                           TopkScratch* scratch) {
   const size_t limit[] = {length};
   std::vector<std::byte> out, in(MaxFrameBytes(1, k));
@@ -45,14 +45,14 @@ absl::Status RecursiveSag(Wire& wire, const Group& across, size_t k, TopkMethod 
     // Both sides now hold the same pair of blocks and compute the same sum and selection.
     MergeSum(*own, theirs, &sum);
     SplitTopK(sum, k, method, own, &dropped, scratch);
-    w.Add(begin, dropped, std::ldexp(1.0f, -(s + 1)));
+    w.Add(block, dropped, std::ldexp(1.0f, -(s + 1)));
   }
   return absl::OkStatus();
 }
 
 absl::Status BruckSag(Wire& wire, const Group& across, size_t k, TopkMethod method,
-                      BsagState* state, WorkingVector& w, size_t begin, size_t length,
-                      CooBlock* own, TopkScratch* scratch) {
+                      BsagState* state, WorkingVector& w, int block, size_t length, CooBlock* own,
+                      TopkScratch* scratch) {
   const int T = across.size;
   BsagState fresh;
   BsagState& st = state != nullptr ? *state : fresh;
@@ -62,7 +62,7 @@ absl::Status BruckSag(Wire& wire, const Group& across, size_t k, TopkMethod meth
   std::vector<CooBlock> blocks(T);
   CooBlock held_back;
   SplitTopK(*own, BsagKeep(st, k, T), method, &blocks[across.me], &held_back, scratch);
-  w.Add(begin, held_back);
+  w.Add(block, held_back);
 
   // Peers may run a different k' (a state restarted elsewhere): accept up to k entries.
   HERD_RETURN_IF_ERROR(SparseBruckAllGather(
@@ -75,7 +75,7 @@ absl::Status BruckSag(Wire& wire, const Group& across, size_t k, TopkMethod meth
   }
   const size_t gathered = sum.size();
   SplitTopK(sum, k, method, own, &dropped, scratch);
-  w.Add(begin, dropped, 1.0f / static_cast<float>(T));
+  w.Add(block, dropped, 1.0f / static_cast<float>(T));
   BsagUpdate(&st, gathered, k, T);
   return absl::OkStatus();
 }

@@ -4,8 +4,8 @@
 // this position). On entry *own is this team's reduction of the block (at most k entries); on
 // return it is every team's reduction, sparsified to at most k entries, bitwise identical on
 // all members. What a SAG selection discards is split evenly among the members that computed
-// it and added into this rank's working vector at the block [begin, begin + length) (global
-// residual collection: the in-procedure residual stays on the ranks that discarded it).
+// it and added into this rank's working vector at the block (global residual collection: the
+// in-procedure residual stays on the ranks that discarded it).
 // Internal to algorithms/sparse.
 
 #include <cstddef>
@@ -26,7 +26,7 @@ namespace herd::sparse {
 // of a group hold the same block, so each of them keeps 1/2^(s+1) of every discarded value
 // (exact in fp32: a power-of-two scaling), and the discarded mass is counted exactly once.
 absl::Status RecursiveSag(Wire& wire, const Group& across, size_t k, TopkMethod method,
-                          WorkingVector& w, size_t begin, size_t length, CooBlock* own,
+                          WorkingVector& w, int block, size_t length, CooBlock* own,
                           TopkScratch* scratch);
 
 // B-SAG (any number of teams T): each member keeps only its top k' = BsagKeep(...) entries (the
@@ -35,8 +35,8 @@ absl::Status RecursiveSag(Wire& wire, const Group& across, size_t k, TopkMethod 
 // keeps the top k; each member takes 1/T of what that last selection discards. Then the state is
 // moved by BsagUpdate with the number of entries the sum held. state == nullptr: a fresh state.
 absl::Status BruckSag(Wire& wire, const Group& across, size_t k, TopkMethod method,
-                      BsagState* state, WorkingVector& w, size_t begin, size_t length,
-                      CooBlock* own, TopkScratch* scratch);
+                      BsagState* state, WorkingVector& w, int block, size_t length, CooBlock* own,
+                      TopkScratch* scratch);
 
 // The controller of B-SAG's extra top-k (see BsagState): a state not started begins at
 // ratio = step = 1/T, direction up.

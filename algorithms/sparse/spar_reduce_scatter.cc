@@ -39,7 +39,7 @@ absl::Status SparReduceScatter(Wire& wire, const Group& team, const BlockLayout&
     }
     for (int j = 0; j < bag; ++j) {
       const int b = (me + round.distance + j) % Q;
-      w.TakeTopK(layout.begin(b), layout.length(b), k, method, &picked, scratch);
+      w.TakeTopK(b, k, method, &picked, scratch);
       const CooBlock* frame[] = {&picked};
       EncodeFrame(frame, &out[j]);
       sends[j] = wire.Send(to, Phase::kReduceScatter, round.first_transfer + j,
@@ -53,12 +53,12 @@ absl::Status SparReduceScatter(Wire& wire, const Group& team, const BlockLayout&
       if (absl::Status s = DecodeFrame(ConstBytes(in[j].data(), bytes), k, limit, into); !s.ok()) {
         return wire.BadFrame(from, Phase::kReduceScatter, round.first_transfer + j, s);
       }
-      w.Add(layout.begin(b), got);
+      w.Add(b, got);
     }
     HERD_RETURN_IF_ERROR(wire.WaitSends(absl::MakeSpan(sends)));
   }
   // The end of the procedure: the own block, now reduced over the team, is cut to k once more.
-  w.TakeTopK(layout.begin(me), layout.length(me), k, method, own, scratch);
+  w.TakeTopK(me, k, method, own, scratch);
   return absl::OkStatus();
 }
 

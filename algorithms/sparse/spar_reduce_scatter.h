@@ -2,7 +2,6 @@
 // Spar-Reduce-Scatter (SRS) of SparDL inside one team, on the dense working vector.
 // Internal to algorithms/sparse.
 
-#include <algorithm>
 #include <cstddef>
 
 #include "absl/status/status.h"
@@ -14,19 +13,6 @@
 #include "algorithms/sparse/working_vector.h"
 
 namespace herd::sparse {
-
-// `count` elements padded to blocks * block and cut into `blocks` contiguous blocks of `block`
-// elements; the padding is virtual, so the last blocks may be short or empty.
-struct BlockLayout {
-  size_t count = 0;
-  size_t block = 0;
-  int blocks = 1;
-
-  size_t begin(int b) const { return std::min(count, static_cast<size_t>(b) * block); }
-  size_t length(int b) const {
-    return std::min(count, (static_cast<size_t>(b) + 1) * block) - begin(b);
-  }
-};
 
 // Runs the rounds of SrsSchedule(team.size) over w, whose block m belongs to team member m.
 // A block's top-k is taken just before it is sent, after every pair received for it was added

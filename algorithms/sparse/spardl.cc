@@ -1,11 +1,12 @@
 // SparDL all-reduce: the phases in order, and the global residual collection around them.
 //
-// Buffers. `residual` first becomes the input x = gradient + previous residual and is the
-// dense working vector w from then on (working_vector.h); `data` keeps the gradient until it
-// receives the result. Every selection moves its entries out of w (sent away, or kept as this
-// rank's block of the result); what arrives is added into w; SAG adds its rank's share of what
-// it discards back into w. So at the end w holds exactly what this rank did not deliver: its
-// local and in-procedure residuals.
+// Buffers. The residual buffer becomes the dense working vector w (working_vector.h): block by
+// block, in the pass that first selects from it, x = gradient + previous residual is written
+// there and the gradient's block in `data` is cleared, so that `data` is all zeros when the
+// result arrives. Every selection moves its entries out of w (sent away, or kept as this rank's
+// block of the result); what arrives is added into w; SAG adds its rank's share of what it
+// discards back into w. So at the end w holds exactly what this rank did not deliver: its local
+// and in-procedure residuals.
 //
 // The residual rule (global residual collection): at an index of the result's support the new
 // residual is w (local + in-procedure residual, stored where it was discarded); at any other
@@ -15,7 +16,6 @@
 // kept by its owner). Summed over the ranks this loses nothing: at a supported index the
 // transfers conserve the values, elsewhere the inputs come back unchanged.
 
-#include <cstring>
 #include <vector>
 
 #include "algorithms/sparse/schedule.h"
@@ -44,10 +44,10 @@ absl::Status Exchange(Wire& wire, const SparseAllReduceOptions& o, const BlockLa
     const Group across{position, Q, T, team};
     const bool recursive =
         o.sag == SagAlgorithm::kRecursive || (o.sag == SagAlgorithm::kAuto && IsPowerOfTwo(T));
-    const size_t begin = layout.begin(position), length = layout.length(position);
+    const size_t length = layout.length(position);
     HERD_RETURN_IF_ERROR(
-        recursive ? RecursiveSag(wire, across, k, o.topk, w, begin, length, &own, &scratch)
-                  : BruckSag(wire, across, k, o.topk, o.bsag, w, begin, length, &own, &scratch));
+        recursive ? RecursiveSag(wire, across, k, o.topk, w, position, length, &own, &scratch)
+                  : BruckSag(wire, across, k, o.topk, o.bsag, w, position, length, &own, &scratch));
   }
   return SparseBruckAllGather(
       wire, Phase::kTeamGather, team_group, k, [&](int m) { return layout.length(m); }, blocks);
@@ -65,27 +65,21 @@ absl::Status SparDLAllReduce(const SparseAllReduceOptions& o) {
   const int P = comm.size(), Q = P / o.teams;
   const BlockLayout layout{o.count, (o.count + Q - 1) / Q, Q};
   const size_t k = BlockK(layout.block, o.density);
-  // One pass over memory: x into the residual buffer; the gradient in `data` is not needed
-  // again (it is overwritten by the result).
-  for (size_t i = 0; i < o.count; ++i) o.residual[i] += o.data[i];
-  WorkingVector w(o.residual, o.count);
+  WorkingVector w(o.residual, o.data, layout);
 
   Wire wire(comm, o.tag, deadline, kWhat);
   std::vector<CooBlock> blocks(Q);
   if (absl::Status st = Exchange(wire, o, layout, k, w, &blocks); !st.ok()) {
     // The call failed (the communicator is aborted): nothing was delivered, so x goes back
-    // into the residual whole, and `data` still holds the gradient.
-    w.RestoreOutside({}, {});
+    // into the residual whole.
+    w.RestoreAll();
     return st;
   }
 
-  std::vector<size_t> begins(Q);
-  for (int b = 0; b < Q; ++b) begins[b] = layout.begin(b);
-  w.RestoreOutside(blocks, begins);
-  std::memset(o.data, 0, o.count * sizeof(float));
+  w.RestoreOutside(blocks);
   const float ranks = static_cast<float>(P);
   for (int b = 0; b < Q; ++b) {
-    float* block = o.data + begins[b];
+    float* block = o.data + layout.begin(b);
     const CooBlock& c = blocks[b];
     for (size_t e = 0; e < c.size(); ++e) block[c.index[e]] = c.value[e] / ranks;
   }

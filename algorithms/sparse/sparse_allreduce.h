@@ -18,8 +18,8 @@
 //    (INVALID_ARGUMENT, nothing sent); on any transport error, or a peer's message that does
 //    not fit these options, the communicator is aborted and the error returned; every wait
 //    ends by `timeout` after the call began. Host memory only (FAILED_PRECONDITION otherwise).
-//  - after an error nothing is lost either: data still holds the gradient and residual holds
-//    gradient + previous residual (so the next call may pass a zero gradient).
+//  - an invalid option changes nothing; after any later error nothing is lost either: residual
+//    holds gradient + previous residual and data is zeroed (its content moved into residual).
 //  - single-threaded per rank; extra memory O(count * density) per rank, plus the top-k
 //    candidates (about k per block).
 

@@ -37,6 +37,18 @@ void Collect(absl::Span<const float> x, uint32_t threshold, std::vector<uint64_t
   }
 }
 
+// Collect over x = w + g, storing x into w and zeroing g in the same pass.
+void CollectSum(float* w, float* g, uint32_t n, uint32_t threshold, std::vector<uint64_t>* keys) {
+  keys->clear();
+  for (uint32_t i = 0; i < n; ++i) {
+    const float x = w[i] + g[i];
+    w[i] = x;
+    g[i] = 0;
+    const uint32_t a = AbsBits(x);
+    if (a >= threshold) keys->push_back(Key(a, i));
+  }
+}
+
 // The positions of the best min(k, keys.size()) keys, ascending. `keys` is in position order,
 // so keeping the keys at or above the k-th best (all distinct) preserves that order.
 void Finish(const std::vector<uint64_t>& keys, size_t k, std::vector<uint64_t>* work,
@@ -56,17 +68,18 @@ void Finish(const std::vector<uint64_t>& keys, size_t k, std::vector<uint64_t>* 
   }
 }
 
-// A deterministic sample of s magnitudes: one element from each of s equal strides, at an
-// offset within the stride drawn from a fixed hash (a plain stride would alias with periodic
-// layouts, e.g. one row of a weight matrix).
-void Sample(absl::Span<const float> x, size_t s, std::vector<uint32_t>* sample) {
-  const size_t n = x.size(), stride = n / s;
+// A deterministic sample of s magnitudes of the n values value_at(pos): one element from each
+// of s equal strides, at an offset within the stride drawn from a fixed hash (a plain stride
+// would alias with periodic layouts, e.g. one row of a weight matrix).
+template <typename ValueAt>
+void Sample(size_t n, size_t s, const ValueAt& value_at, std::vector<uint32_t>* sample) {
+  const size_t stride = n / s;
   sample->resize(s);
   for (size_t i = 0; i < s; ++i) {
     uint64_t h = (i + 1) * 0x9e3779b97f4a7c15ull;
     h ^= h >> 29;
     const size_t pos = std::min(n - 1, i * n / s + static_cast<size_t>(h % stride));
-    (*sample)[i] = AbsBits(x[pos]);
+    (*sample)[i] = AbsBits(value_at(pos));
   }
 }
 
@@ -91,25 +104,32 @@ absl::StatusOr<TopkMethod> ParseTopkMethod(std::string_view name) {
       absl::StrCat("unknown top-k method '", std::string(name), "'; expected exact or sampled"));
 }
 
-void SelectTopK(absl::Span<const float> x, size_t k, TopkMethod method,
-                std::vector<uint32_t>* positions, TopkScratch* scratch) {
-  TopkScratch local;
-  TopkScratch& s = scratch != nullptr ? *scratch : local;
-  const size_t n = x.size();
-  positions->clear();
-  if (k == 0 || n == 0) return;
+namespace {
 
+// The selection over n values. value_at(pos) reads a value without changing anything (for the
+// sample); first(threshold, keys) is the first pass over the values, which may also materialise
+// them (SelectTopKOfSum); later(threshold, keys) reads the materialised values (the retries of
+// kExact). The first pass always runs, whatever k.
+template <typename ValueAt, typename FirstPass, typename LaterPass>
+void Select(size_t n, size_t k, TopkMethod method, const ValueAt& value_at, const FirstPass& first,
+            const LaterPass& later, std::vector<uint32_t>* positions, TopkScratch& s) {
+  positions->clear();
+  if (n == 0) return;
+  if (k == 0) {
+    first(0x80000000u, &s.keys);  // above every magnitude: nothing collected
+    return;
+  }
   // The sample must hold about kSampleRank elements above the threshold, and stay a small
   // part of the input (it is read at random); else the whole input is the candidate set.
   const size_t sample_size =
       std::min(n / 4, static_cast<size_t>(std::ceil(double(kSampleRank) * double(n) / double(k))));
   if (k >= n || n < kSmallInput || sample_size < 2048) {
-    Collect(x, 1, &s.keys);
+    first(1, &s.keys);
     Finish(s.keys, k, &s.work, positions);
     return;
   }
 
-  Sample(x, sample_size, &s.sample);
+  Sample(n, sample_size, value_at, &s.sample);
   // Expected number of sampled elements at or above the true k-th magnitude.
   const double expected = double(sample_size) * double(k) / double(n);
   if (method == TopkMethod::kSampled) {
@@ -117,7 +137,7 @@ void SelectTopK(absl::Span<const float> x, size_t k, TopkMethod method,
     // (trimmed to k), rarely more than a few percent fewer.
     const size_t j = std::clamp<size_t>(
         static_cast<size_t>(std::llround(expected + std::sqrt(expected))), 1, sample_size);
-    Collect(x, SampleThreshold(s.sample, j), &s.keys);
+    first(SampleThreshold(s.sample, j), &s.keys);
     Finish(s.keys, k, &s.work, positions);
     return;
   }
@@ -127,31 +147,43 @@ void SelectTopK(absl::Span<const float> x, size_t k, TopkMethod method,
   // until every non-zero was collected, the threshold having reached 1).
   size_t j =
       std::min(sample_size, static_cast<size_t>(std::ceil(expected + 4 * std::sqrt(expected) + 8)));
-  for (;;) {
-    const uint32_t threshold = SampleThreshold(s.sample, j);
-    Collect(x, threshold, &s.keys);
-    if (s.keys.size() >= k || threshold == 1) break;
+  uint32_t threshold = SampleThreshold(s.sample, j);
+  first(threshold, &s.keys);
+  while (s.keys.size() < k && threshold > 1) {
     if (j == sample_size) {  // even the smallest sampled magnitude was too high
-      Collect(x, 1, &s.keys);
-      break;
+      threshold = 1;
+    } else {
+      j = std::min(sample_size, 4 * j);
+      threshold = SampleThreshold(s.sample, j);
     }
-    j = std::min(sample_size, 4 * j);
+    later(threshold, &s.keys);
   }
   Finish(s.keys, k, &s.work, positions);
 }
 
-void MoveTopK(absl::Span<float> block, size_t k, TopkMethod method, CooBlock* out,
-              TopkScratch* scratch) {
+}  // namespace
+
+void SelectTopK(absl::Span<const float> x, size_t k, TopkMethod method,
+                std::vector<uint32_t>* positions, TopkScratch* scratch) {
   TopkScratch local;
   TopkScratch& s = scratch != nullptr ? *scratch : local;
-  SelectTopK(block, k, method, &s.positions, &s);
-  out->clear();
-  out->index.reserve(s.positions.size());
-  out->value.reserve(s.positions.size());
-  for (uint32_t p : s.positions) {
-    out->Add(p, block[p]);
-    block[p] = 0;
-  }
+  auto pass = [&](uint32_t threshold, std::vector<uint64_t>* keys) { Collect(x, threshold, keys); };
+  Select(
+      x.size(), k, method, [&](size_t p) { return x[p]; }, pass, pass, positions, s);
+}
+
+void SelectTopKOfSum(absl::Span<float> w, absl::Span<float> g, size_t k, TopkMethod method,
+                     std::vector<uint32_t>* positions, TopkScratch* scratch) {
+  TopkScratch local;
+  TopkScratch& s = scratch != nullptr ? *scratch : local;
+  const uint32_t n = static_cast<uint32_t>(w.size());
+  Select(
+      w.size(), k, method, [&](size_t p) { return w[p] + g[p]; },
+      [&](uint32_t threshold, std::vector<uint64_t>* keys) {
+        CollectSum(w.data(), g.data(), n, threshold, keys);
+      },
+      [&](uint32_t threshold, std::vector<uint64_t>* keys) { Collect(w, threshold, keys); },
+      positions, s);
 }
 
 void SplitTopK(const CooBlock& in, size_t k, TopkMethod method, CooBlock* kept, CooBlock* dropped,

@@ -40,7 +40,7 @@ struct TopkScratch {
   std::vector<uint32_t> sample;
   std::vector<uint64_t> keys;
   std::vector<uint64_t> work;
-  std::vector<uint32_t> positions;  // MoveTopK and SplitTopK
+  std::vector<uint32_t> positions;  // for the callers' selections
 };
 
 // Below this many elements the whole input is the candidate set (no sample).
@@ -53,10 +53,10 @@ inline constexpr size_t kSampleRank = 512;
 void SelectTopK(absl::Span<const float> x, size_t k, TopkMethod method,
                 std::vector<uint32_t>* positions, TopkScratch* scratch);
 
-// Moves the selected entries of the dense `block` into *out (replacing its content; indices
-// relative to the block) and zeroes them in the block: what stays is what was not selected.
-void MoveTopK(absl::Span<float> block, size_t k, TopkMethod method, CooBlock* out,
-              TopkScratch* scratch);
+// SelectTopK over x = w + g (element-wise, one fp32 addition each) fused with materialising
+// it: in the same pass over memory w becomes x and g becomes zeros. w and g have the same size.
+void SelectTopKOfSum(absl::Span<float> w, absl::Span<float> g, size_t k, TopkMethod method,
+                     std::vector<uint32_t>* positions, TopkScratch* scratch);
 
 // Splits the sparse `in` into its selected entries (*kept) and the others (*dropped), both in
 // ascending index order. The order between equal magnitudes is the smaller index first.

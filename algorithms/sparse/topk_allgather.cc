@@ -5,7 +5,6 @@
 // Where several ranks selected an index the sum may cancel to exactly 0: the result is then 0
 // there although the index was delivered (the ranks' residuals are 0 there too).
 
-#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -28,10 +27,19 @@ absl::Status TopkAllGatherAllReduce(const SparseAllReduceOptions& o) {
   const int P = comm.size(), r = comm.rank();
   const size_t k = BlockK(o.count, o.density);
 
-  // residual := gradient + residual; its top-k moves out into this rank's block.
-  for (size_t i = 0; i < o.count; ++i) o.residual[i] += o.data[i];
+  // One pass: residual := x = gradient + residual, data := 0, and the candidates of the top-k;
+  // then the top-k moves out of the residual into this rank's block.
   std::vector<CooBlock> blocks(P);
-  MoveTopK(absl::Span<float>(o.residual, o.count), k, o.topk, &blocks[r], nullptr);
+  TopkScratch scratch;
+  SelectTopKOfSum(absl::Span<float>(o.residual, o.count), absl::Span<float>(o.data, o.count), k,
+                  o.topk, &scratch.positions, &scratch);
+  CooBlock& mine = blocks[r];
+  mine.index.reserve(scratch.positions.size());
+  mine.value.reserve(scratch.positions.size());
+  for (uint32_t i : scratch.positions) {
+    mine.Add(i, o.residual[i]);
+    o.residual[i] = 0;
+  }
 
   Wire wire(comm, o.tag, deadline, kWhat);
   const Group all{0, 1, P, r};
@@ -40,19 +48,17 @@ absl::Status TopkAllGatherAllReduce(const SparseAllReduceOptions& o) {
           wire, Phase::kTopA, all, k, [count](int) { return count; }, &blocks);
       !st.ok()) {
     // Nothing was delivered: the selection goes back into the residual, which is x again.
-    const CooBlock& mine = blocks[r];
     for (size_t e = 0; e < mine.size(); ++e) o.residual[mine.index[e]] = mine.value[e];
     return st;
   }
 
-  // Sparse sum in rank order ((b0 + b1) + b2) + ..., then one division per index of the union:
-  // no pass over the dense vector beyond clearing it.
+  // Sparse sum in rank order ((b0 + b1) + b2) + ..., then one division per index of the union
+  // into `data`, which the first pass cleared.
   CooBlock sum = std::move(blocks[0]), next;
   for (int q = 1; q < P; ++q) {
     MergeSum(sum, blocks[q], &next);
     std::swap(sum, next);
   }
-  std::memset(o.data, 0, o.count * sizeof(float));
   const float ranks = static_cast<float>(P);
   for (size_t e = 0; e < sum.size(); ++e) o.data[sum.index[e]] = sum.value[e] / ranks;
   return absl::OkStatus();

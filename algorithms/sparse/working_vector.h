@@ -1,54 +1,62 @@
 #pragma once
 // The dense working vector of one SparDL call, and the log that lets it give back its input.
 //
-// SparDL works in the caller's residual buffer, which first receives x = gradient + residual.
-// Selections move entries out of it (zeroing them), received and discarded values are added
-// into it; at the end it holds what this rank did not deliver, which is the new residual at
-// the indices of the result's support. At every other index the new residual must be x itself,
-// bit for bit. Rather than keep a second dense copy of x (one more pass over memory per call),
-// every change records the value it overwrote, and RestoreOutside replays the log backwards:
-// O(changes) = O(P k) work instead of O(count). Internal to algorithms/sparse.
+// SparDL works in the caller's residual buffer. Block by block it becomes x = gradient +
+// residual, in the same pass that selects the block's top-k (SelectTopKOfSum): the gradient's
+// block is zeroed as it is read, so that every block costs one pass over memory and `data` is
+// clear for the result at the end. Pairs received for a block before that pass are added to the
+// residual as it is (they join x when the block is materialised).
+//
+// Selections move entries out of w (zeroing them), received and discarded values are added into
+// it; at the end it holds what this rank did not deliver, which is the new residual at the
+// indices of the result's support. At every other index the new residual must be x itself, bit
+// for bit. Rather than keep a dense copy of x, every change records the x-or-later value it
+// overwrote, and a backward replay of the log puts the earliest one, x, back: O(changes) =
+// O(P k) work instead of O(count). Internal to algorithms/sparse.
 
 #include <cstddef>
 #include <vector>
 
 #include "absl/types/span.h"
 #include "algorithms/sparse/coo.h"
+#include "algorithms/sparse/schedule.h"
 #include "algorithms/sparse/topk.h"
 
 namespace herd::sparse {
 
 class WorkingVector {
  public:
-  // `w` (count elements) holds x; it is changed only through this object until the end.
-  WorkingVector(float* w, size_t count) : w_(w), count_(count) {}
+  // `residual` holds the previous residual and `gradient` the gradient, each layout.count
+  // elements; both are changed only through this object until the end of the call.
+  WorkingVector(float* residual, float* gradient, const BlockLayout& layout)
+      : w_(residual), g_(gradient), layout_(layout), ready_(layout.blocks, false) {}
 
-  size_t count() const { return count_; }
-  absl::Span<const float> view(size_t begin, size_t length) const {
-    return absl::Span<const float>(w_ + begin, length);
-  }
+  // Moves the top-k of block b (materialised first if it is not) into *out, indices relative
+  // to the block. scratch: not null.
+  void TakeTopK(int b, size_t k, TopkMethod method, CooBlock* out, TopkScratch* scratch);
+  // Adds every entry of c, times `scale`, into block b.
+  void Add(int b, const CooBlock& c, float scale = 1.0f);
 
-  // Moves the top-k of [begin, begin + length) into *out (indices relative to begin).
-  // scratch: not null.
-  void TakeTopK(size_t begin, size_t length, size_t k, TopkMethod method, CooBlock* out,
-                TopkScratch* scratch);
-  // Adds every entry of c, times `scale`, at begin + its index.
-  void Add(size_t begin, const CooBlock& c, float scale = 1.0f);
-
-  // Puts x back at every changed index outside `keep` (block b of `keep` starting at
-  // begins[b]); indices in `keep` keep what the working vector holds.
-  void RestoreOutside(absl::Span<const CooBlock> keep, absl::Span<const size_t> begins);
+  // The end of a call: every block has been materialised. Puts x back at every changed index
+  // outside `keep` (keep[b]: indices within block b that keep what the working vector holds).
+  void RestoreOutside(absl::Span<const CooBlock> keep);
+  // The end of a failed call: materialises what is not (x everywhere, the gradient zeroed) and
+  // puts x back at every changed index.
+  void RestoreAll();
 
  private:
-  void Record(size_t i) {
+  void Record(size_t i, float x) {
     changed_.push_back(i);
-    before_.push_back(w_[i]);
+    before_.push_back(x);
   }
+  void Replay();
 
   float* w_;
-  size_t count_;
+  float* g_;
+  const BlockLayout layout_;
+  std::vector<bool> ready_;      // block materialised: w holds x (or later values), g zeros
   std::vector<size_t> changed_;  // every index changed, in order, with the value it had
-  std::vector<float> before_;
+  std::vector<float> before_;    // (w + g for a block not yet materialised)
 };
 
 }  // namespace herd::sparse

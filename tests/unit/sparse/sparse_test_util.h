@@ -61,7 +61,7 @@ size_t BlockK(const Case& c);
 // (1) every rank's result is bitwise identical.
 ::testing::AssertionResult SameOnEveryRank(const CallRecord& r);
 // (2) every block of the result holds at most `bound` non-zeros; with exact == true, a block
-// holds exactly min(k, its length) non-zeros (dense random inputs: enough candidates).
+// longer than k holds exactly k (dense random inputs: enough non-zero candidates).
 ::testing::AssertionResult BlocksWithinK(const CallRecord& r, size_t block, size_t bound,
                                          bool exact);
 // (3) sum_q input_q == P * result + sum_q residual_q, up to fp32 rounding.

@@ -3,9 +3,9 @@
 // three consecutive calls:
 //  (1) bitwise identical results; (3) nothing lost; (4) outside the support every residual is
 //      its rank's input;
-//  (2) every block of the result holds at most k non-zeros; exactly min(k, length) with R-SAG
-//      (a union of two k-sets has at least k entries), possibly fewer with B-SAG (the gathered
-//      sum of the k' selections can hold fewer than k);
+//  (2) every block of the result holds at most k non-zeros; blocks longer than k exactly k with
+//      R-SAG (a union of two k-sets has at least k entries), possibly fewer with B-SAG (the
+//      gathered sum of the k' selections can hold fewer than k);
 //  (5) weakened: a supported index carries no residual on at least one of the teams' ranks
 //      holding its block (the one whose selection survived every SAG step); the others may keep
 //      their own unselected value there, or their share of what a SAG step discarded.

@@ -122,14 +122,38 @@ TEST(TopkTest, SampledIsAPrefixOfTheReferenceAndCloseToK) {
   }
 }
 
-TEST(TopkTest, MoveAndSplit) {
-  std::vector<float> x = {0.5f, -3, 0, 2, -2, 1};
-  CooBlock out;
-  MoveTopK(absl::MakeSpan(x), 3, TopkMethod::kExact, &out, nullptr);
-  // |x|: 3 at 1, then 2 at 3 and at 4: the tie goes to the smaller position, 3.
-  EXPECT_EQ(out.index, (std::vector<uint32_t>{1, 3, 4}));
-  EXPECT_EQ(out.value, (std::vector<float>{-3, 2, -2}));
-  EXPECT_EQ(x, (std::vector<float>{0.5f, 0, 0, 0, 0, 1}));
+// The fused variant selects what SelectTopK selects on the sum, and leaves w = the sum (one
+// fp32 addition per element) and g = zeros, for every path (whole input, sampled, retries).
+TEST(TopkTest, OfSumMatchesSelectionOfTheSum) {
+  TopkScratch scratch;
+  std::vector<uint32_t> fused, plain;
+  for (Dist d : kDists) {
+    for (size_t n : {size_t{0}, size_t{5}, size_t{1000}, size_t{100003}}) {
+      const std::vector<float> a = Make(d, n, 3), b = Make(Dist::kMostlyZero, n, 4);
+      std::vector<float> sum(n);
+      for (size_t i = 0; i < n; ++i) sum[i] = a[i] + b[i];
+      for (size_t k : {size_t{0}, size_t{1}, n / 100, n / 2, n + 1}) {
+        for (TopkMethod m : {TopkMethod::kExact, TopkMethod::kSampled}) {
+          SCOPED_TRACE(absl::StrFormat("dist %d n %u k %u method %s", static_cast<int>(d), n, k,
+                                       std::string(TopkMethodName(m))));
+          std::vector<float> w = a, g = b;
+          SelectTopKOfSum(absl::MakeSpan(w), absl::MakeSpan(g), k, m, &fused, &scratch);
+          SelectTopK(sum, k, m, &plain, &scratch);
+          ASSERT_EQ(fused, plain);
+          ASSERT_EQ(w, sum);
+          ASSERT_EQ(g, std::vector<float>(n, 0.0f));
+        }
+      }
+    }
+  }
+}
+
+TEST(TopkTest, TiesGoToTheSmallerPosition) {
+  const std::vector<float> x = {0.5f, -3, 0, 2, -2, 1};
+  std::vector<uint32_t> got;
+  SelectTopK(x, 2, TopkMethod::kExact, &got, nullptr);
+  // |x|: 3 at 1, then 2 at 3 and at 4: the tie goes to 3.
+  EXPECT_EQ(got, (std::vector<uint32_t>{1, 3}));
 
   CooBlock in, kept, dropped;
   in.index = {2, 10, 11, 40};
