@@ -66,6 +66,9 @@ absl::Status SparDLAllReduce(const SparseAllReduceOptions& o) {
   const BlockLayout layout{o.count, (o.count + Q - 1) / Q, Q};
   const size_t k = BlockK(layout.block, o.density);
   WorkingVector w(o.residual, o.data, layout);
+  // Every block is selected once here (k changes) and receives at most k pairs from each of
+  // Q - 1 transfers in all; SAG adds about 2k more.
+  w.Reserve((2 * static_cast<size_t>(Q) + 2) * k);
 
   Wire wire(comm, o.tag, deadline, kWhat);
   std::vector<CooBlock> blocks(Q);

@@ -68,18 +68,22 @@ void Finish(const std::vector<uint64_t>& keys, size_t k, std::vector<uint64_t>* 
   }
 }
 
-// A deterministic sample of s magnitudes of the n values value_at(pos): one element from each
-// of s equal strides, at an offset within the stride drawn from a fixed hash (a plain stride
-// would alias with periodic layouts, e.g. one row of a weight matrix).
+// A deterministic sample of s magnitudes of the n values value_at(pos): s / kRun runs of kRun
+// consecutive values, one run in each of s / kRun equal strides, at an offset within the stride
+// drawn from a fixed hash (a plain stride would alias with periodic layouts, e.g. one row of a
+// weight matrix). A run is about one cache line: reading single values at random would cost a
+// cache miss each, and the sample more than the pass over the block.
+constexpr size_t kRun = 16;
+
 template <typename ValueAt>
 void Sample(size_t n, size_t s, const ValueAt& value_at, std::vector<uint32_t>* sample) {
-  const size_t stride = n / s;
-  sample->resize(s);
-  for (size_t i = 0; i < s; ++i) {
-    uint64_t h = (i + 1) * 0x9e3779b97f4a7c15ull;
+  const size_t runs = s / kRun, stride = n / runs;  // s <= n / 4: a stride holds 4 runs or more
+  sample->resize(runs * kRun);
+  for (size_t r = 0; r < runs; ++r) {
+    uint64_t h = (r + 1) * 0x9e3779b97f4a7c15ull;
     h ^= h >> 29;
-    const size_t pos = std::min(n - 1, i * n / s + static_cast<size_t>(h % stride));
-    (*sample)[i] = AbsBits(value_at(pos));
+    const size_t start = r * stride + static_cast<size_t>(h % (stride - kRun + 1));
+    for (size_t i = 0; i < kRun; ++i) (*sample)[r * kRun + i] = AbsBits(value_at(start + i));
   }
 }
 
@@ -120,23 +124,24 @@ void Select(size_t n, size_t k, TopkMethod method, const ValueAt& value_at, cons
     return;
   }
   // The sample must hold about kSampleRank elements above the threshold, and stay a small
-  // part of the input (it is read at random); else the whole input is the candidate set.
-  const size_t sample_size =
+  // part of the input; else the whole input is the candidate set.
+  const size_t wanted =
       std::min(n / 4, static_cast<size_t>(std::ceil(double(kSampleRank) * double(n) / double(k))));
-  if (k >= n || n < kSmallInput || sample_size < 2048) {
+  if (k >= n || n < kSmallInput || wanted < 2048) {
     first(1, &s.keys);
     Finish(s.keys, k, &s.work, positions);
     return;
   }
 
-  Sample(n, sample_size, value_at, &s.sample);
+  Sample(n, wanted, value_at, &s.sample);
+  const size_t sampled = s.sample.size();  // whole runs: a little below `wanted`
   // Expected number of sampled elements at or above the true k-th magnitude.
-  const double expected = double(sample_size) * double(k) / double(n);
+  const double expected = double(sampled) * double(k) / double(n);
   if (method == TopkMethod::kSampled) {
     // One standard deviation above the estimate: most often a few more than k candidates pass
     // (trimmed to k), rarely more than a few percent fewer.
     const size_t j = std::clamp<size_t>(
-        static_cast<size_t>(std::llround(expected + std::sqrt(expected))), 1, sample_size);
+        static_cast<size_t>(std::llround(expected + std::sqrt(expected))), 1, sampled);
     first(SampleThreshold(s.sample, j), &s.keys);
     Finish(s.keys, k, &s.work, positions);
     return;
@@ -146,14 +151,14 @@ void Select(size_t n, size_t k, TopkMethod method, const ValueAt& value_at, cons
   // pass nearly always collects at least k candidates; lower the threshold until it does (or
   // until every non-zero was collected, the threshold having reached 1).
   size_t j =
-      std::min(sample_size, static_cast<size_t>(std::ceil(expected + 4 * std::sqrt(expected) + 8)));
+      std::min(sampled, static_cast<size_t>(std::ceil(expected + 4 * std::sqrt(expected) + 8)));
   uint32_t threshold = SampleThreshold(s.sample, j);
   first(threshold, &s.keys);
   while (s.keys.size() < k && threshold > 1) {
-    if (j == sample_size) {  // even the smallest sampled magnitude was too high
+    if (j == sampled) {  // even the smallest sampled magnitude was too high
       threshold = 1;
     } else {
-      j = std::min(sample_size, 4 * j);
+      j = std::min(sampled, 4 * j);
       threshold = SampleThreshold(s.sample, j);
     }
     later(threshold, &s.keys);

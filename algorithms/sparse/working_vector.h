@@ -31,6 +31,12 @@ class WorkingVector {
   WorkingVector(float* residual, float* gradient, const BlockLayout& layout)
       : w_(residual), g_(gradient), layout_(layout), ready_(layout.blocks, false) {}
 
+  // Room for this many changes, so that the log grows without copying.
+  void Reserve(size_t changes) {
+    changed_.reserve(changes);
+    before_.reserve(changes);
+  }
+
   // Moves the top-k of block b (materialised first if it is not) into *out, indices relative
   // to the block. scratch: not null.
   void TakeTopK(int b, size_t k, TopkMethod method, CooBlock* out, TopkScratch* scratch);
