@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 
+#include "common/status.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "worker/executor.h"

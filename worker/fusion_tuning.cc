@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/status.h"
 #include "absl/strings/str_format.h"
 #include "algorithms/collectives/allreduce.h"
 #include "common/logging.h"

@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "common/status.h"
 #include "absl/strings/str_format.h"
 #include "algorithms/collectives/allgather.h"
 #include "algorithms/collectives/reduce_scatter.h"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/status.h"
 #include "absl/strings/str_format.h"
 #include "algorithms/compression/compressor.h"
 #include "server/client/sharded_client.h"

@@ -1,5 +1,6 @@
 #include "worker/executors/wfbp_executor.h"
 
+#include "common/status.h"
 #include "absl/strings/str_format.h"
 #include "algorithms/collectives/run.h"
 #include "worker/comm_queue.h"

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "common/status.h"
 #include "tests/support/spawn.h"
 #include "worker/executor.h"
 
@@ -39,10 +40,12 @@ struct Case {
   std::string mode;
   int ranks;
   size_t threshold;
+  bool tune = false;
 };
 
 std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
-  return absl::StrFormat("%s_P%d_T%d", info.param.mode, info.param.ranks, info.param.threshold);
+  return absl::StrFormat("%s_P%d_T%d%s", info.param.mode, info.param.ranks, info.param.threshold,
+                         info.param.tune ? "_tuned" : "");
 }
 
 class DenseExecutorTest : public ::testing::TestWithParam<Case> {};
@@ -50,6 +53,10 @@ class DenseExecutorTest : public ::testing::TestWithParam<Case> {};
 // Tensor sizes with no common factor: fusion must cope with any layout.
 const std::vector<size_t> kCounts = {5, 100, 1, 33, 1000, 7, 64, 3};
 constexpr int kIterations = 4;
+
+// With the tuner on, enough iterations for its trials (a warm-up plus one measured iteration
+// each) to run out, so thresholds switch several times mid-run.
+constexpr int kTunedIterations = 16;
 
 absl::Status RunRank(const Case& c, transport::Communicator& comm) {
   const int P = comm.size();
@@ -62,6 +69,12 @@ absl::Status RunRank(const Case& c, transport::Communicator& comm) {
   ctx.comm = &comm;
   ctx.optimizer.learning_rate = kLr;
   ctx.fusion.threshold_bytes = c.threshold;
+  ctx.fusion.tune = c.tune;
+  ctx.fusion.tune_trials = 5;
+  ctx.fusion.iterations_per_trial = 1;
+  ctx.fusion.tune_min_bytes = 16;
+  ctx.fusion.tune_max_bytes = 8192;
+  const int iterations = c.tune ? kTunedIterations : kIterations;
   ctx.timeout = std::chrono::seconds(30);
   for (size_t t = 0; t < kCounts.size(); ++t) {
     params[t].resize(kCounts[t]);
@@ -81,7 +94,7 @@ absl::Status RunRank(const Case& c, transport::Communicator& comm) {
     }
     return absl::OkStatus();
   };
-  for (int it = 0; it < kIterations; ++it) {
+  for (int it = 0; it < iterations; ++it) {
     HERD_RETURN_IF_ERROR(exec->BeginIteration(it));
     for (int t = 0; t < T; ++t) {
       HERD_RETURN_IF_ERROR(exec->BeforeForward(t));
@@ -96,7 +109,10 @@ absl::Status RunRank(const Case& c, transport::Communicator& comm) {
     HERD_RETURN_IF_ERROR(exec->EndBackward());
   }
   HERD_RETURN_IF_ERROR(exec->Flush());
-  for (int t = 0; t < T; ++t) HERD_RETURN_IF_ERROR(check(t, kIterations, "after Flush"));
+  for (int t = 0; t < T; ++t) HERD_RETURN_IF_ERROR(check(t, iterations, "after Flush"));
+  if (c.tune && exec->Describe().find("settled") == std::string::npos) {
+    return absl::InternalError("the tuner did not settle within its trials: " + exec->Describe());
+  }
   return absl::OkStatus();
 }
 
@@ -116,6 +132,9 @@ std::vector<Case> AllCases() {
       }
     }
   }
+  // dear with the tuner: every rank switches thresholds at the same iterations (else the
+  // collectives would not meet) and the updates stay exact across the switches.
+  for (int P : {1, 3, 4}) cases.push_back({"dear", P, 0, true});
   return cases;
 }
 
