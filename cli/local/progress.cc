@@ -7,6 +7,18 @@
 #include "absl/strings/str_format.h"
 
 namespace herd::cli {
+namespace {
+
+// The mode the job's schedule gives an iteration.
+std::string ModeAt(const herd::v1::JobStatus& job, int64_t iteration) {
+  std::string mode = job.spec().mode().mode();
+  for (const auto& sw : job.schedule()) {
+    if (sw.from_iteration() <= iteration) mode = sw.mode().mode();
+  }
+  return mode;
+}
+
+}  // namespace
 
 ProgressLine::ProgressLine(bool tty, int64_t iterations_per_epoch, int64_t total, int batch_size)
     : tty_(tty),
@@ -49,7 +61,7 @@ void ProgressLine::Update(const herd::v1::JobStatus& job,
       "epoch %d/%d  iteration %d/%d  loss %.4f  %.0f samples/s  exposed comm %.0f%%  [%s]",
       iteration / per_epoch_ + 1, (total_ + per_epoch_ - 1) / per_epoch_, iteration + 1, total_,
       loss, rate, seconds > 0 ? 100.0 * exposed / seconds : 0.0,
-      job.schedule().empty() ? job.spec().mode().mode() : job.schedule().rbegin()->mode().mode());
+      ModeAt(job, iteration + 1));
   if (tty_) {
     std::fprintf(stderr, "\r%-100s", line.c_str());
     drawn_ = true;

@@ -86,6 +86,15 @@ class PsExecutor final : public Executor {
       }
       return absl::OkStatus();
     }
+    if (mode_ == PsMode::kAsync) {
+      // A shard applies every push on its own: each worker sends 1/M of its gradient, so M
+      // pushes move the model as far as one synchronous round of the mean gradient (with the
+      // full gradient, M workers would step M times as far, and with momentum diverge).
+      const float scale = 1.0f / static_cast<float>(std::max(1, context_.plan.world_size()));
+      for (auto& g : grads_) {
+        for (float& v : g) v *= scale;
+      }
+    }
     HERD_ASSIGN_OR_RETURN(int64_t version, client_->PushPull(round_, grads_, &answers_));
     // ps_sync: the next round is the version the shards reached; ps_async: the worker's clock.
     round_ = mode_ == PsMode::kSync ? version : round_ + 1;

@@ -5,7 +5,8 @@
 //  ps_sync   EndBackward pushes every gradient as round r (the shards' version) and pulls the
 //            parameters after round r: the shards averaged the M pushes and ran the optimizer.
 //  ps_async  the same, with the round being this worker's clock: a shard applies each push at
-//            once and answers when the staleness bound allows.
+//            once and answers when the staleness bound allows. Each worker pushes its gradient
+//            divided by M, so M pushes step as far as one synchronous round.
 //  ps_ec     gradients are pushed compressed with this worker's error feedback; the shards sum,
 //            compress the sum with their own error feedback and answer it; the worker averages
 //            it and applies the optimizer locally (the shards keep no parameters).
