@@ -157,6 +157,7 @@ absl::StatusOr<WorkerSummary> RunWorker(const WorkerOptions& options,
                           : Timeline(absl::StrFormat("%s/worker-%d.json", options.timeline_dir,
                                                      rank),
                                      rank);
+  model->set_timeline(&timeline);
   auto store = scheduler::MakeSchedulerStore(sched, options.job);
 
   const int64_t per_epoch = model->BatchesPerEpoch();
