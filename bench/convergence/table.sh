@@ -5,9 +5,10 @@
 # baseline in points, samples/s, wall time.
 #
 #   bench/convergence/table.sh [--model cnn] [--epochs 2] [--workers 4] [--modes "a b c"]
+#                              [--optimizer adam] [--lr 0.002]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-model=cnn epochs=2 workers=4 batch=64
+model=cnn epochs=2 workers=4 batch=64 optimizer=adam lr=0.002
 modes="allreduce dear lp ps_sync ps_async ps_ec"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -15,6 +16,8 @@ while [ $# -gt 0 ]; do
     --epochs) epochs=$2; shift 2 ;;
     --workers) workers=$2; shift 2 ;;
     --modes) modes=$2; shift 2 ;;
+    --optimizer) optimizer=$2; shift 2 ;;
+    --lr) lr=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -22,7 +25,7 @@ herd=./build/bin/herd
 field() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p" <<<"$2"; }
 
 base=$($herd local --workers 1 --mode allreduce --model "$model" --epochs "$epochs" \
-  --batch-size $((batch * workers)) --json 2>/dev/null | grep '^{"job"')
+  --optimizer "$optimizer" --lr "$lr" --batch-size $((batch * workers)) --json 2>/dev/null | grep '^{"job"')
 base_acc=$(field test_accuracy "$base")
 echo "| mode | workers | test accuracy | vs 1 worker (points) | samples/s | wall s |"
 echo "| --- | --- | --- | --- | --- | --- |"
@@ -30,7 +33,7 @@ printf "| 1 worker, batch %d | 1 | %.4f | - | %.0f | %.1f |\n" $((batch * worker
   "$(field samples_per_second "$base")" "$(field wall_seconds "$base")"
 for mode in $modes; do
   out=$($herd local --workers "$workers" --mode "$mode" --model "$model" --epochs "$epochs" \
-    --batch-size "$batch" --json 2>/dev/null | grep '^{"job"' || true)
+    --optimizer "$optimizer" --lr "$lr" --batch-size "$batch" --json 2>/dev/null | grep '^{"job"' || true)
   if [ -z "$out" ]; then
     echo "| $mode | $workers | failed | | | |"
     continue
