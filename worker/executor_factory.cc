@@ -10,6 +10,7 @@
 #include "worker/executor.h"
 #include "worker/executors/dear_executor.h"
 #include "worker/executors/ps_executor.h"
+#include "worker/executors/sparse_executor.h"
 #include "worker/executors/wfbp_executor.h"
 
 namespace herd::worker {
@@ -31,6 +32,8 @@ const std::map<std::string, ModeEntry, std::less<>>& Modes() {
           return MakeWfbpExecutor(c, collectives::Algorithm::kLinearPipeline);
         }}},
       {"dear", {true, MakeDearExecutor}},
+      {"sparse", {true, MakeSparseExecutor}},
+      {"topk_allgather", {true, MakeSparseExecutor}},
       {"ps_sync", {false, MakePsExecutor}},
       {"ps_async", {false, MakePsExecutor}},
       {"ps_ec", {false, MakePsExecutor}},
