@@ -82,11 +82,14 @@ TEST_P(ModeTrainsTest, FourWorkersLearnFashionMnist) {
 }
 
 // One epoch of 12000 samples leaves the synchronous modes at about 0.74 (they run the same
-// arithmetic); asynchronous updates trail it.
+// arithmetic); asynchronous updates trail it, and so do the sparse modes (density 0.01, each
+// gradient delivered late through error feedback: measured 0.69 and 0.70).
 INSTANTIATE_TEST_SUITE_P(Modes, ModeTrainsTest,
                          ::testing::Values(ModeBound{"allreduce", 0.70}, ModeBound{"dear", 0.70},
                                            ModeBound{"lp", 0.70}, ModeBound{"ps_sync", 0.70},
-                                           ModeBound{"ps_async", 0.55}, ModeBound{"ps_ec", 0.68}),
+                                           ModeBound{"ps_async", 0.55}, ModeBound{"ps_ec", 0.68},
+                                           ModeBound{"sparse", 0.60},
+                                           ModeBound{"topk_allgather", 0.60}),
                          [](const auto& info) { return info.param.mode; });
 
 TEST(Training, DearAndAllreduceMatchOneWorkerOnTheSameGlobalBatch) {
