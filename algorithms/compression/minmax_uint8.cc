@@ -14,12 +14,6 @@ namespace {
 
 constexpr size_t kHeader = 2 * sizeof(float);
 
-float Finite(float v) {
-  constexpr float kMax = std::numeric_limits<float>::max();
-  if (std::isnan(v)) return 0.0f;
-  return std::clamp(v, -kMax, kMax);
-}
-
 }  // namespace
 
 size_t MinMaxBytes(size_t count) { return kHeader + count; }
