@@ -17,8 +17,8 @@ constexpr const char* kAccepted =
     "minmax_uint8, sign, qsgd, qsgd:S (1 <= S <= 127), fp16, bf16, topk, topk:D (0 < D <= 1)";
 
 absl::Status UnknownName(std::string_view name) {
-  return absl::InvalidArgumentError(
-      absl::StrFormat("unknown compressor '%s' (this build has: %s)", std::string(name), kAccepted));
+  return absl::InvalidArgumentError(absl::StrFormat("unknown compressor '%s' (this build has: %s)",
+                                                    std::string(name), kAccepted));
 }
 
 // The shortest decimal that reads back as exactly `v` (so names round-trip).
@@ -41,9 +41,9 @@ std::optional<std::string_view> Parameter(std::string_view name, std::string_vie
 
 absl::Status CheckSize(Compressor c, std::string_view bytes, size_t count) {
   if (bytes.size() == CompressedBytes(c, count)) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrFormat(
-      "%s payload of %d bytes does not decode to %d values (expected %d bytes)", CompressorName(c),
-      bytes.size(), count, CompressedBytes(c, count)));
+  return absl::InvalidArgumentError(
+      absl::StrFormat("%s payload of %d bytes does not decode to %d values (expected %d bytes)",
+                      CompressorName(c), bytes.size(), count, CompressedBytes(c, count)));
 }
 
 absl::Status Decode(Compressor c, std::string_view bytes, std::span<float> out, bool add) {

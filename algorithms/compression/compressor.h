@@ -63,7 +63,7 @@ class Compressor {
   constexpr Compressor() : Compressor(Kind::kMinMaxUInt8, 0, 0.0) {}
 
   constexpr Kind kind() const { return kind_; }
-  constexpr int levels() const { return levels_; }        // qsgd's S; 0 for the others
+  constexpr int levels() const { return levels_; }       // qsgd's S; 0 for the others
   constexpr double density() const { return density_; }  // topk's D; 0 for the others
 
   friend constexpr bool operator==(const Compressor&, const Compressor&) = default;

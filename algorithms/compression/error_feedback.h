@@ -20,9 +20,8 @@ namespace herd::compression {
 // (resized as needed) so callers in a loop allocate once. `seed` is Compress's (qsgd's rounding).
 void CompressWithFeedback(Compressor c, std::span<const float> in, std::span<float> residual,
                           std::string* out, std::vector<float>* scratch, uint64_t seed);
-inline void CompressWithFeedback(Compressor c, std::span<const float> in,
-                                 std::span<float> residual, std::string* out,
-                                 std::vector<float>* scratch) {
+inline void CompressWithFeedback(Compressor c, std::span<const float> in, std::span<float> residual,
+                                 std::string* out, std::vector<float>* scratch) {
   CompressWithFeedback(c, in, residual, out, scratch, /*seed=*/0);
 }
 

@@ -63,7 +63,8 @@ void Bf16Encode(std::span<const float> in, uint8_t* out) {
   for (size_t i = 0; i < in.size(); ++i) {
     uint16_t h = FloatToBF16(Finite(in[i]));
     // Values within half a bf16 step of FLT_MAX round up to infinity: saturate instead.
-    if ((h & kBf16ExpMask) == kBf16ExpMask) h = static_cast<uint16_t>((h & 0x8000u) | kBf16MaxFinite);
+    if ((h & kBf16ExpMask) == kBf16ExpMask)
+      h = static_cast<uint16_t>((h & 0x8000u) | kBf16MaxFinite);
     std::memcpy(out + 2 * i, &h, sizeof h);
   }
 }

@@ -14,27 +14,19 @@
 #include "algorithms/compression/codecs.h"
 #include "algorithms/compression/compressor.h"
 #include "common/half.h"
+#include "common/splitmix.h"
 
 namespace herd::compression::internal {
 namespace {
-
-constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
 
 // Bits per code: a sign bit above enough bits for the level 0..S (2, 4 or 8 so codes never
 // straddle a byte).
 int CodeBits(int levels) { return levels <= 1 ? 2 : levels <= 7 ? 4 : 8; }
 size_t Buckets(size_t count) { return (count + kQsgdBucket - 1) / kQsgdBucket; }
 
-// The splitmix64 finaliser: a bijective mix whose outputs pass the usual statistical tests.
-uint64_t Mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 // Uniform in [0, 1) with 24 random bits, for value i of the bucket keyed `key`.
 double Uniform(uint64_t key, size_t i) {
-  return static_cast<double>(Mix(key + (uint64_t{i} + 1) * kGolden) >> 40) * 0x1p-24;
+  return static_cast<double>(Mix64(key + (uint64_t{i} + 1) * SplitMix64::kGolden) >> 40) * 0x1p-24;
 }
 
 // The bucket's norm as a float no smaller than the exact one (so |x| / norm <= 1 and no level
@@ -70,7 +62,7 @@ void QsgdEncode(std::span<const float> in, int levels, uint64_t seed, uint8_t* o
     const float norm = NormUp(std::sqrt(squares));
     std::memcpy(out + b * sizeof(float), &norm, sizeof(float));
     if (norm == 0.0f) continue;  // every level is 0
-    const uint64_t key = Mix(seed ^ Mix((uint64_t{b} << 32) ^ FloatToBits(norm)));
+    const uint64_t key = Mix64(seed ^ Mix64((uint64_t{b} << 32) ^ FloatToBits(norm)));
     const double scale = levels / static_cast<double>(norm);
     for (size_t i = lo; i < hi; ++i) {
       const float f = Finite(in[i]);

@@ -59,8 +59,8 @@ absl::Status TopKDecode(const uint8_t* in, double density, std::span<float> out,
           j, n));
     }
     if (!std::isfinite(values[j])) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "top-k payload: value %g at index %d is not finite", values[j], idx[j]));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("top-k payload: value %g at index %d is not finite", values[j], idx[j]));
     }
   }
   if (!add) std::fill(out.begin(), out.end(), 0.0f);

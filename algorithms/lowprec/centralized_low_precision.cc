@@ -12,6 +12,7 @@
 #include "algorithms/collectives/alltoall.h"
 #include "algorithms/collectives/internal.h"
 #include "algorithms/compression/error_feedback.h"
+#include "common/splitmix.h"
 #include "common/status.h"
 
 namespace herd::lowprec {
@@ -23,14 +24,9 @@ using compression::Compressor;
 
 constexpr std::string_view kWhat = "centralized low-precision all-reduce";
 
-// The splitmix64 finaliser, to derive one seed per (rank, chunk, phase) from the caller's.
-uint64_t Mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+// One seed per (rank, chunk, phase) from the caller's, so no two compressions share a stream.
 uint64_t SeedFor(uint64_t seed, int rank, int chunk, int phase) {
-  return Mix(seed ^ Mix((uint64_t(uint32_t(rank)) << 32 | uint32_t(chunk)) * 4 + phase));
+  return Mix64(seed ^ Mix64((uint64_t(uint32_t(rank)) << 32 | uint32_t(chunk)) * 4 + phase));
 }
 
 std::chrono::milliseconds Left(const Deadline& d) {
@@ -106,9 +102,9 @@ absl::Status CentralizedLowPrecisionAllReduce(const CentralizedLowPrecisionOptio
                              : compression::DecompressAdd(c, payload, sum);
     if (!st.ok()) {
       return collectives::internal::Fail(
-          comm, absl::InvalidArgumentError(absl::StrFormat(
-                    "%s: rank %d sent chunk %d that does not decode: %s", kWhat, j, r,
-                    std::string(st.message()))));
+          comm, absl::InvalidArgumentError(
+                    absl::StrFormat("%s: rank %d sent chunk %d that does not decode: %s", kWhat, j,
+                                    r, std::string(st.message()))));
     }
   }
   if (o.average) ScaleInPlace(DType::kFloat32, sum.data(), sum.size(), 1.0 / P);

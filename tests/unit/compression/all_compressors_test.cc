@@ -106,8 +106,8 @@ TEST_P(EveryCompressor, ErrorFeedbackLosesNothing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Compression, EveryCompressor,
-                         ::testing::Values("minmax_uint8", "sign", "qsgd", "qsgd:1", "qsgd:5", "qsgd:31",
-                                           "fp16", "bf16", "topk:0.1", "topk:1"),
+                         ::testing::Values("minmax_uint8", "sign", "qsgd", "qsgd:1", "qsgd:5",
+                                           "qsgd:31", "fp16", "bf16", "topk:0.1", "topk:1"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& ch : name) {

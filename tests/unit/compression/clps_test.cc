@@ -31,8 +31,10 @@ constexpr std::chrono::milliseconds kTimeout{std::chrono::seconds(30)};
 
 // Every rank's state of one run: input/result, residuals.
 struct Ranks {
-  Ranks(int P, size_t count) : data(P), delta(P, std::vector<float>(count, 0.0f)),
-                               epsilon(P, std::vector<float>(count, 0.0f)) {}
+  Ranks(int P, size_t count)
+      : data(P),
+        delta(P, std::vector<float>(count, 0.0f)),
+        epsilon(P, std::vector<float>(count, 0.0f)) {}
   std::vector<std::vector<float>> data, delta, epsilon;
 };
 
@@ -59,8 +61,8 @@ absl::Status RunAll(Ranks& s, size_t count, Compressor c, bool average, uint64_t
 // The books of one call, per element i (a = P with average, else 1):
 //   sum_j (x_j + delta_j) + a eps_owner  ==  a result + sum_j delta_j' + a eps_owner'
 void CheckNothingLost(int P, size_t count, Compressor c, bool average) {
-  SCOPED_TRACE(absl::StrFormat("P=%d count=%d %s %s", P, count, CompressorName(c),
-                               average ? "avg" : "sum"));
+  SCOPED_TRACE(
+      absl::StrFormat("P=%d count=%d %s %s", P, count, CompressorName(c), average ? "avg" : "sum"));
   Ranks s(P, count);
   const double a = average ? P : 1;
   for (int iteration = 0; iteration < 3; ++iteration) {
@@ -100,8 +102,8 @@ class ClpsSweep : public ::testing::TestWithParam<int> {};
 TEST_P(ClpsSweep, NothingIsLostAndAllRanksAgree) {
   const int P = GetParam();
   for (const char* name : {"minmax_uint8", "sign", "qsgd", "fp16", "bf16", "topk:0.1"}) {
-    for (size_t count : {size_t{0}, size_t{1}, size_t(P - 1), size_t(P + 1), size_t{1000},
-                         size_t{10007}}) {
+    for (size_t count :
+         {size_t{0}, size_t{1}, size_t(P - 1), size_t(P + 1), size_t{1000}, size_t{10007}}) {
       for (bool average : {false, true}) CheckNothingLost(P, count, Parsed(name), average);
     }
   }

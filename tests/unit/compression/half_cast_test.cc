@@ -32,9 +32,7 @@ TEST(HalfCastTest, Fp16IsWithinHalfAnUlp) {
   CheckRelativeError(Compressor::kFp16, 0x1p-11, 0x1p-25);
 }
 
-TEST(HalfCastTest, Bf16IsWithinHalfAnUlp) {
-  CheckRelativeError(Compressor::kBf16, 0x1p-8, 0.0);
-}
+TEST(HalfCastTest, Bf16IsWithinHalfAnUlp) { CheckRelativeError(Compressor::kBf16, 0x1p-8, 0.0); }
 
 TEST(HalfCastTest, RepresentableValuesAreExact) {
   std::vector<float> in = {0.0f, 0.5f, -3.0f, 1024.0f, -0.25f, 65504.0f}, out(in.size());
