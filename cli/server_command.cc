@@ -20,6 +20,7 @@
 #include "common/logging.h"
 #include "herd/v1/scheduler.pb.h"
 #include "proto/rpc/grpc_support.h"
+#include "scheduler/client/heartbeat_loop.h"
 #include "scheduler/client/scheduler_client.h"
 #include "scheduler/service.h"
 #include "server/engine.h"
@@ -126,6 +127,16 @@ class ServerCommand : public Command {
     const int shard = reg->rank();
     auto plan = CurrentPlan(**sched);
     if (!plan.ok()) return Fail(plan.status());
+    // A job that runs a collective mode now and switches to a server mode later (its schedule
+    // says so) gets shards that serve that server mode.
+    if (plan->mode().mode().rfind("ps_", 0) != 0) {
+      for (const auto& sw : job->schedule()) {
+        if (sw.mode().mode().rfind("ps_", 0) == 0) {
+          *plan->mutable_mode() = sw.mode();
+          break;
+        }
+      }
+    }
     auto config = server::ShardConfigFromJob(job->spec(), *plan, shard, *durability);
     if (!config.ok()) return Fail(config.status());
     auto engine = server::Engine::Create(*config, store->get());
@@ -152,7 +163,7 @@ class ServerCommand : public Command {
     }
 
     std::atomic<bool> stopping{false};
-    std::thread heartbeats([&] { Heartbeats(**sched, *reg, stopping); });
+    auto heartbeats = std::make_unique<scheduler::HeartbeatLoop>(**sched, job_, *reg, "server");
     std::thread watcher([&] { Watch(**sched, *engine, stopping); });
     int sig = 0;
     sigwait(&stop, &sig);
@@ -165,7 +176,7 @@ class ServerCommand : public Command {
       auto n = engine->WriteAll();
       if (!n.ok()) Log().error("server: final checkpoint failed: {}", n.status().ToString());
     }
-    heartbeats.join();
+    heartbeats.reset();
     watcher.join();
     return kExitOk;
   }
@@ -247,23 +258,6 @@ class ServerCommand : public Command {
                               });
     if (!st.ok()) return st;
     return got;
-  }
-
-  void Heartbeats(scheduler::SchedulerClient& sched, const herd::v1::RegisterNodeResponse& reg,
-                  std::atomic<bool>& stopping) {
-    const auto interval =
-        std::chrono::milliseconds(std::max<int64_t>(reg.heartbeat_interval_ms(), 50));
-    herd::v1::HeartbeatRequest req;
-    req.set_job(job_);
-    req.set_node_id(reg.node_id());
-    while (!stopping.load()) {
-      auto resp = sched.Heartbeat(req);
-      if (!resp.ok()) Log().warn("server: heartbeat: {}", resp.status().ToString());
-      for (auto slept = std::chrono::milliseconds(0); slept < interval && !stopping.load();
-           slept += std::chrono::milliseconds(20)) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-    }
   }
 
   // Follows the plan so that workers the scheduler declared dead leave ps_async's bound.

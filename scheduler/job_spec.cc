@@ -266,6 +266,29 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& in) {
                                                       in.name(), opt->weight_decay()));
   }
 
+  auto* training = out.mutable_training();
+  if (training->model().empty()) training->set_model("cnn");
+  if (training->model() != "cnn" && training->model() != "mlp") {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "job '%s': unknown model '%s'; the workers train mlp or cnn", in.name(), training->model()));
+  }
+  if (training->epochs() == 0) training->set_epochs(1);
+  if (training->epochs() < 1 || training->epochs() > 10000) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "job '%s': epochs must be between 1 and 10000, got %d", in.name(), training->epochs()));
+  }
+  if (training->batch_size() == 0) training->set_batch_size(64);
+  if (training->batch_size() < 1 || training->batch_size() > 65536) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "job '%s': batch_size must be between 1 and 65536, got %d", in.name(),
+        training->batch_size()));
+  }
+  if (training->train_samples() < 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "job '%s': train_samples must be >= 0 (0: all), got %d", in.name(),
+        training->train_samples()));
+  }
+
   if (!in.has_mode() || in.mode().mode().empty()) {
     return absl::InvalidArgumentError(absl::StrFormat("job '%s' has no mode; known modes: %s",
                                                       in.name(), absl::StrJoin(ModeNames(), ", ")));

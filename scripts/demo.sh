@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The main job on this machine. Installs what is missing and builds; then, until the training
-# job lands, runs a small collectives benchmark: herd's ring allreduce, reduce-scatter and
-# all-gather across 4 processes over UCX, checked against a reference and compared with
-# OpenMPI and Gloo in the same rank layout.
+# The main job on this machine: 4 workers train the CNN on Fashion-MNIST in the `dear` mode
+# (reduce-scatter overlapped with backward, all-gather with the next forward), coordinated by
+# a real scheduler, all as child processes of `herd local` on loopback. Installs what is missing
+# and builds first. Extra arguments go to `herd local` (e.g. --mode allreduce, --epochs 1,
+# --timeline DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 ./scripts/build.sh
-exec ./build/bin/herd bench collectives --ranks 4 --ops allreduce,reduce_scatter,allgather \
-  --sizes 64K,1M,16M --iters 10 --check "$@"
+exec ./build/bin/herd local --workers 4 --mode dear --model cnn --epochs 3 "$@"

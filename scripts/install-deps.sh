@@ -19,6 +19,9 @@ packages=(
   libopenmpi-dev openmpi-bin libgloo-dev
   # network namespaces and bandwidth caps of the cluster emulator
   iproute2
+  # the worker: libtorch (CPU) for the models, zlib for the gzip-compressed dataset, and the
+  # Fashion-MNIST dataset itself (/usr/share/datasets/fashion-mnist)
+  libtorch-dev zlib1g-dev dataset-fashion-mnist
 )
 
 missing=()

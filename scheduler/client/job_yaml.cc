@@ -94,6 +94,33 @@ absl::Status ReadOptimizer(const YAML::Node& o, herd::v1::OptimizerSpec* out) {
   return absl::OkStatus();
 }
 
+absl::Status ReadTraining(const YAML::Node& o, herd::v1::TrainingSpec* out) {
+  if (!o.IsMap()) return At(o, "'training' is a map {model, epochs, batch_size, train_samples}");
+  for (const auto& kv : o) {
+    const std::string key = kv.first.as<std::string>();
+    int64_t i = 0;
+    if (key == "model") {
+      std::string s;
+      HERD_YAML_ASSIGN(s, Scalar<std::string>(kv.second, key));
+      out->set_model(s);
+    } else if (key == "epochs") {
+      HERD_YAML_ASSIGN(i, Scalar<int32_t>(kv.second, key));
+      out->set_epochs(static_cast<int32_t>(i));
+    } else if (key == "batch_size") {
+      HERD_YAML_ASSIGN(i, Scalar<int32_t>(kv.second, key));
+      out->set_batch_size(static_cast<int32_t>(i));
+    } else if (key == "train_samples") {
+      HERD_YAML_ASSIGN(i, Scalar<int64_t>(kv.second, key));
+      out->set_train_samples(i);
+    } else {
+      return At(kv.first, absl::StrFormat(
+                              "unknown training field '%s' (model, epochs, batch_size, train_samples)",
+                              key));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<herd::v1::JobSpec> FromNode(const YAML::Node& root) {
   if (!root.IsMap()) return At(root, "a job spec is a map of fields (name, mode, workers, ...)");
   herd::v1::JobSpec spec;
@@ -150,6 +177,8 @@ absl::StatusOr<herd::v1::JobSpec> FromNode(const YAML::Node& root) {
       spec.set_chunk_bytes(i);
     } else if (key == "optimizer") {
       if (auto st = ReadOptimizer(v, spec.mutable_optimizer()); !st.ok()) return st;
+    } else if (key == "training") {
+      if (auto st = ReadTraining(v, spec.mutable_training()); !st.ok()) return st;
     } else if (key == "tensors") {
       if (!v.IsSequence()) return At(v, "'tensors' is a list of {name, shape, dtype}");
       for (const auto& t : v) {

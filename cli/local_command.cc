@@ -1,0 +1,342 @@
+// `herd local`: a whole training job on this machine. Starts a scheduler, S parameter-server
+// shards and W workers as child processes on loopback, submits the job (and its planned mode
+// switches), shows a live progress line from the scheduler's view of the job, and ends with a
+// summary whose last line is "test accuracy 0.xxx, N samples/s, T s".
+//
+// Ctrl-C (or SIGTERM) stops every child. A child that fails stops the job: the message names it,
+// says how it ended, and shows the end of its log (every child logs to STATE/logs/NAME.log).
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "cli/command.h"
+#include "cli/local/child_processes.h"
+#include "cli/local/progress.h"
+#include "scheduler/client/scheduler_client.h"
+#include "worker/runtime.h"
+#include "worker/torch/torch_trainable.h"
+
+namespace herd::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+volatile sig_atomic_t g_stop_signal = 0;
+void OnStopSignal(int sig) { g_stop_signal = sig; }
+
+class LocalCommand final : public Command {
+ public:
+  void Configure(CLI::App& app) override {
+    app.add_option("--workers", workers_, "Worker processes")->check(CLI::Range(1, 64));
+    app.add_option("--servers", servers_,
+                   "Parameter-server shards (default: 1 when a ps_* mode is used, else 0)")
+        ->check(CLI::Range(0, 16));
+    app.add_option("--mode", mode_,
+                   "allreduce, dear, lp, ps_sync, ps_async, ps_ec (and the modes of "
+                   "docs/modes.md)")
+        ->capture_default_str();
+    app.add_option("--model", model_, "mlp or cnn")->capture_default_str();
+    app.add_option("--epochs", epochs_, "Passes over each worker's shard")
+        ->check(CLI::Range(1, 10000))
+        ->capture_default_str();
+    app.add_option("--batch-size", batch_size_, "Samples per worker per iteration")
+        ->check(CLI::Range(1, 65536))
+        ->capture_default_str();
+    app.add_option("--lr", lr_, "Learning rate")->capture_default_str();
+    app.add_option("--optimizer", optimizer_, "sgd, momentum or adam")->capture_default_str();
+    app.add_option("--switch-mode-at", switches_,
+                   "ITER:MODE: run MODE from iteration ITER on (repeatable)");
+    app.add_option("--train-samples", train_samples_,
+                   "Train on the first N samples of the training set only (0: all 60000)");
+    app.add_option("--seed", seed_, "Seed of the model, the data order and random topologies");
+    app.add_option("--staleness", staleness_, "ps_async: staleness bound (-1: none)");
+    app.add_option("--compressor", compressor_, "ps_ec, clps, decentralized_lp: the compressor");
+    app.add_option("--density", density_, "sparse, topk_allgather: top-k density");
+    app.add_option("--topology", topology_, "decentralized*: ring or random");
+    app.add_option("--fusion-threshold", fusion_kib_, "Fusion bucket bound in KiB");
+    app.add_flag("--tune-fusion", tune_fusion_, "dear: tune the fusion threshold online");
+    app.add_option("--state", state_dir_,
+                   "Keep state, logs and results in DIR (default: a temporary directory, "
+                   "removed at the end)");
+    app.add_option("--timeline", timeline_dir_, "Every worker writes DIR/worker-RANK.json");
+    app.add_option("--data-dir", data_dir_, "Directory of the Fashion-MNIST IDX files");
+    app.add_option("--job", job_, "Name of the job")->capture_default_str();
+    app.add_flag("--json", json_, "Print the summary as one JSON object");
+  }
+
+  int Run() override {
+    const auto begin = std::chrono::steady_clock::now();
+    auto spec = BuildSpec();
+    if (!spec.ok()) return Fail(spec.status());
+    auto st = PrepareStateDir();
+    if (!st.ok()) return Fail(st);
+    // Signals are waited for by polling a flag, so the loop below can stop children in order.
+    struct sigaction sa = {};
+    sa.sa_handler = OnStopSignal;
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+
+    int rc = RunJob(*spec, begin);
+    children_.Stop();
+    if (remove_state_) {
+      std::error_code ec;
+      fs::remove_all(state_dir_, ec);
+    }
+    return rc;
+  }
+
+ private:
+  absl::StatusOr<herd::v1::JobSpec> BuildSpec() {
+    herd::v1::JobSpec spec;
+    spec.set_name(job_);
+    spec.set_workers(workers_);
+    bool any_ps = mode_.rfind("ps_", 0) == 0;
+    for (const std::string& sw : switches_) {
+      std::pair<std::string, std::string> parts = absl::StrSplit(sw, absl::MaxSplits(':', 1));
+      int64_t iteration = 0;
+      if (!absl::SimpleAtoi(parts.first, &iteration) || iteration < 1 || parts.second.empty()) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "--switch-mode-at '%s': expected ITERATION:MODE with ITERATION >= 1", sw));
+      }
+      any_ps |= parts.second.rfind("ps_", 0) == 0;
+      planned_.push_back({iteration, parts.second});
+    }
+    spec.set_servers(servers_ >= 0 ? servers_ : (any_ps ? 1 : 0));
+    *spec.mutable_mode() = ModeSpecFor(mode_);
+    auto layout = worker::ModelLayout(model_);
+    if (!layout.ok()) return layout.status();
+    for (const auto& t : *layout) *spec.add_tensors() = t;
+    spec.mutable_optimizer()->set_name(optimizer_);
+    spec.mutable_optimizer()->set_learning_rate(lr_);
+    spec.set_seed(seed_);
+    auto* training = spec.mutable_training();
+    training->set_model(model_);
+    training->set_epochs(epochs_);
+    training->set_batch_size(batch_size_);
+    training->set_train_samples(train_samples_);
+    return spec;
+  }
+
+  herd::v1::ModeSpec ModeSpecFor(const std::string& mode) const {
+    herd::v1::ModeSpec m;
+    m.set_mode(mode);
+    if (mode == "ps_async" && staleness_ != kUnset) m.set_staleness(staleness_);
+    if (!compressor_.empty() &&
+        (mode == "ps_ec" || mode == "clps" || mode == "decentralized_lp")) {
+      m.set_compressor(compressor_);
+    }
+    if (density_ > 0 && (mode == "sparse" || mode == "topk_allgather")) m.set_density(density_);
+    if (!topology_.empty() && mode.rfind("decentralized", 0) == 0) m.set_topology(topology_);
+    return m;
+  }
+
+  absl::Status PrepareStateDir() {
+    std::error_code ec;
+    if (state_dir_.empty()) {
+      std::string tmpl = (fs::temp_directory_path() / "herd-local-XXXXXX").string();
+      if (::mkdtemp(tmpl.data()) == nullptr) {
+        return absl::InternalError("cannot create a temporary directory");
+      }
+      state_dir_ = tmpl;
+      remove_state_ = true;
+    }
+    fs::create_directories(fs::path(state_dir_) / "logs", ec);
+    if (ec) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("cannot create %s/logs: %s", state_dir_, ec.message()));
+    }
+    return absl::OkStatus();
+  }
+
+  std::string Path(const std::string& name) const { return (fs::path(state_dir_) / name).string(); }
+  std::string LogOf(const std::string& name) const { return Path("logs/" + name + ".log"); }
+
+  // Starts the scheduler and reads its port.
+  absl::StatusOr<std::string> StartScheduler() {
+    const std::string port_file = Path("scheduler.port");
+    fs::remove(port_file);
+    auto st = children_.Start("scheduler",
+                              {"scheduler", "--listen", "127.0.0.1:0", "--state",
+                               Path("scheduler-state"), "--port-file", port_file},
+                              LogOf("scheduler"));
+    if (!st.ok()) return st;
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (auto exit = children_.PollExit()) return ChildFailed(*exit);
+      std::ifstream in(port_file);
+      int port = 0;
+      if (in >> port && port > 0) return absl::StrFormat("127.0.0.1:%d", port);
+      std::this_thread::sleep_for(50ms);
+    }
+    return absl::DeadlineExceededError("the scheduler did not start within 30 s:\n" +
+                                       children_.LogTail("scheduler"));
+  }
+
+  absl::Status ChildFailed(const ChildProcesses::Exit& exit) {
+    return absl::AbortedError(absl::StrFormat("%s %s; the end of its log (%s):\n%s", exit.name,
+                                              ChildProcesses::DescribeStatus(exit.status),
+                                              LogOf(exit.name), children_.LogTail(exit.name)));
+  }
+
+  int RunJob(const herd::v1::JobSpec& spec, std::chrono::steady_clock::time_point begin) {
+    auto address = StartScheduler();
+    if (!address.ok()) return Fail(address.status());
+    scheduler::ClientOptions co;
+    co.address = *address;
+    auto sched = scheduler::SchedulerClient::Connect(co);
+    if (!sched.ok()) return Fail(sched.status());
+    auto submitted = (*sched)->SubmitJob(spec);
+    if (!submitted.ok()) return Fail(submitted.status());
+    for (const auto& [iteration, mode] : planned_) {
+      herd::v1::SetModeRequest req;
+      req.set_job(job_);
+      *req.mutable_mode() = ModeSpecFor(mode);
+      req.set_from_iteration(iteration);
+      auto set = (*sched)->SetMode(req);
+      if (!set.ok()) return Fail(set.status());
+    }
+    for (int s = 0; s < spec.servers(); ++s) {
+      const std::string name = absl::StrFormat("server-%d", s);
+      auto st = children_.Start(
+          name,
+          {"server", "--scheduler", *address, "--job", job_, "--name", name, "--shard",
+           std::to_string(s), "--state", Path(name + "-state"), "--listen", "127.0.0.1:0",
+           "--threads", std::to_string(2 * workers_ + 4), "--durability", "every-k:100"},
+          LogOf(name));
+      if (!st.ok()) return Fail(st);
+    }
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    for (int w = 0; w < workers_; ++w) {
+      const std::string name = absl::StrFormat("worker-%d", w);
+      std::vector<std::string> args = {"worker", "--scheduler", *address, "--job", job_,
+                                       "--name", name, "--rank", std::to_string(w),
+                                       "--result-file", Path(name + ".json"), "--threads",
+                                       std::to_string(std::max(1, cores / workers_)),
+                                       "--fusion-threshold", std::to_string(fusion_kib_)};
+      if (tune_fusion_) args.push_back("--tune-fusion");
+      if (!timeline_dir_.empty()) {
+        std::error_code ec;
+        fs::create_directories(timeline_dir_, ec);
+        args.insert(args.end(), {"--timeline", timeline_dir_});
+      }
+      if (!data_dir_.empty()) args.insert(args.end(), {"--data-dir", data_dir_});
+      auto st = children_.Start(name, args, LogOf(name));
+      if (!st.ok()) return Fail(st);
+    }
+
+    const int64_t samples = train_samples_ > 0 ? std::min<int64_t>(train_samples_, 60000) : 60000;
+    const int64_t per_epoch = std::max<int64_t>(1, samples / workers_ / batch_size_);
+    ProgressLine progress(::isatty(STDERR_FILENO) != 0, per_epoch, per_epoch * epochs_,
+                          batch_size_);
+    int done = 0;
+    auto last_poll = std::chrono::steady_clock::now() - 1s;
+    while (done < workers_) {
+      if (g_stop_signal != 0) {
+        progress.Finish();
+        std::fprintf(stderr, "herd local: %s: stopping every process\n",
+                     strsignal(g_stop_signal));
+        children_.Stop();
+        return 130;
+      }
+      while (auto exit = children_.PollExit()) {
+        const bool worker = exit->name.rfind("worker-", 0) == 0;
+        if (worker && WIFEXITED(exit->status) && WEXITSTATUS(exit->status) == 0) {
+          ++done;
+          continue;
+        }
+        progress.Finish();
+        Fail(ChildFailed(*exit));
+        std::fprintf(stderr, "herd local: stopping the job\n");
+        children_.Stop();
+        return kExitFailure;
+      }
+      if (std::chrono::steady_clock::now() - last_poll >= 500ms) {
+        last_poll = std::chrono::steady_clock::now();
+        if (auto job = (*sched)->GetJob(job_); job.ok()) progress.Update(*job, begin);
+      }
+      std::this_thread::sleep_for(50ms);
+    }
+    progress.Finish();
+    return Summarize(**sched, begin);
+  }
+
+  int Summarize(scheduler::SchedulerClient& sched, std::chrono::steady_clock::time_point begin) {
+    std::ifstream in(Path("worker-0.json"));
+    std::stringstream text;
+    text << in.rdbuf();
+    auto result = worker::ParseSummaryJson(text.str());
+    if (!result.ok()) return Fail(result.status());
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    auto job = sched.GetJob(job_);
+    if (json_) {
+      std::printf(
+          "{\"job\":\"%s\",\"mode\":\"%s\",\"model\":\"%s\",\"workers\":%d,\"servers\":%d,"
+          "\"epochs\":%d,\"iterations\":%lld,\"test_accuracy\":%.4f,\"final_loss\":%.4f,"
+          "\"samples_per_second\":%.1f,\"train_seconds\":%.2f,\"exposed_comm_seconds\":%.3f,"
+          "\"wall_seconds\":%.2f}\n",
+          job_.c_str(), mode_.c_str(), model_.c_str(), workers_,
+          job.ok() ? job->spec().servers() : 0, epochs_,
+          static_cast<long long>(result->iterations), result->test_accuracy, result->final_loss,
+          result->samples_per_second, result->seconds, result->exposed_comm_seconds, wall);
+      return kExitOk;
+    }
+    std::printf("job %s: %s, %s, %d worker(s), %d epoch(s), %lld iterations\n", job_.c_str(),
+                mode_.c_str(), model_.c_str(), workers_, epochs_,
+                static_cast<long long>(result->iterations));
+    std::printf("final loss %.4f; exposed communication %.2f s of %.2f s training (rank 0)\n",
+                result->final_loss, result->exposed_comm_seconds, result->seconds);
+    std::printf("test accuracy %.3f, %.0f samples/s, %.1f s\n", result->test_accuracy,
+                result->samples_per_second, wall);
+    return kExitOk;
+  }
+
+  int Fail(const absl::Status& st) {
+    std::fprintf(stderr, "herd local: %s\n", std::string(st.message()).c_str());
+    return kExitFailure;
+  }
+
+  static constexpr int kUnset = -1000;
+  int workers_ = 4;
+  int servers_ = -1;
+  std::string mode_ = "dear";
+  std::string model_ = "cnn";
+  int epochs_ = 2;
+  int batch_size_ = 64;
+  double lr_ = 0.05;
+  std::string optimizer_ = "momentum";
+  std::vector<std::string> switches_;
+  std::vector<std::pair<int64_t, std::string>> planned_;
+  int64_t train_samples_ = 0;
+  uint64_t seed_ = 1;
+  int staleness_ = kUnset;
+  std::string compressor_;
+  double density_ = 0;
+  std::string topology_;
+  int fusion_kib_ = 4096;
+  bool tune_fusion_ = false;
+  std::string state_dir_;
+  bool remove_state_ = false;
+  std::string timeline_dir_;
+  std::string data_dir_;
+  std::string job_ = "local";
+  bool json_ = false;
+  ChildProcesses children_;
+};
+
+HERD_REGISTER_COMMAND(LocalCommand, "local", 5,
+                      "Train a job on this machine: scheduler, servers and workers as child "
+                      "processes, with live progress");
+
+}  // namespace
+}  // namespace herd::cli

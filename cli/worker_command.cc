@@ -1,0 +1,118 @@
+// `herd worker --scheduler ADDR --job NAME`: one training process of a job (worker/runtime.h).
+// It trains the model the job names on its shard of Fashion-MNIST and exits 0 when the job's
+// epochs are done, 1 with a message saying what went wrong otherwise.
+
+#include <algorithm>
+#include <cstdio>
+#include <thread>
+
+#include "absl/strings/str_format.h"
+#include "cli/command.h"
+#include "common/logging.h"
+#include "proto/rpc/grpc_support.h"
+#include "worker/data/idx_dataset.h"
+#include "worker/runtime.h"
+#include "worker/torch/torch_trainable.h"
+
+namespace herd::cli {
+namespace {
+
+class WorkerCommand final : public Command {
+ public:
+  void Configure(CLI::App& app) override {
+    app.add_option("--scheduler", options_.scheduler.address, "host:port of the scheduler")
+        ->required();
+    app.add_option("--job", options_.job, "The job to join")->required();
+    app.add_option("--name", options_.name,
+                   "Stable identity with the scheduler (default: HOST-PID)");
+    app.add_option("--rank", rank_, "Ask for this rank (default: the lowest free one)")
+        ->check(CLI::Range(0, 65535));
+    app.add_option("--data-dir", data_dir_, "Directory of the Fashion-MNIST IDX files")
+        ->capture_default_str();
+    app.add_option("--threads", threads_,
+                   "torch threads of this process (0: the cores divided by the job's workers)")
+        ->check(CLI::Range(0, 256));
+    app.add_option("--timeline", options_.timeline_dir,
+                   "Write a Chrome-trace timeline to DIR/worker-RANK.json");
+    app.add_option("--result-file", options_.result_file, "Write the JSON summary to this file");
+    app.add_option("--timeout", timeout_s_, "Seconds any communication may wait")
+        ->check(CLI::Range(1, 86400));
+    app.add_option("--start-timeout", start_timeout_s_,
+                   "Seconds to wait for the job's other processes to register")
+        ->check(CLI::Range(1, 86400));
+    app.add_option("--fusion-threshold", fusion_kib_,
+                   "Fusion bucket bound in KiB (allreduce, lp, dear)")
+        ->check(CLI::Range(0, 1 << 20));
+    app.add_flag("--tune-fusion", options_.fusion.tune,
+                 "dear: tune the fusion threshold online (Bayesian optimisation)");
+    app.add_option("--tune-trials", options_.fusion.tune_trials, "Trials of the fusion tuner")
+        ->check(CLI::Range(1, 1000));
+    app.add_option("--token-file", token_file_, "Bearer token for the scheduler and shards");
+    app.add_flag("--scheduler-tls", options_.scheduler.tls, "Connect to the scheduler with TLS");
+    app.add_option("--scheduler-ca", options_.scheduler.tls_ca_file,
+                   "PEM roots of the scheduler's certificate");
+  }
+
+  int Run() override {
+    if (rank_ >= 0) options_.rank = rank_;
+    options_.timeout = std::chrono::seconds(timeout_s_);
+    options_.start_timeout = std::chrono::seconds(start_timeout_s_);
+    options_.fusion.threshold_bytes = static_cast<size_t>(fusion_kib_) << 10;
+    if (!token_file_.empty()) {
+      auto token = rpc::ReadTokenFile(token_file_);
+      if (!token.ok()) return Fail(token.status());
+      options_.scheduler.token = *token;
+    }
+    auto factory = [this](const worker::TrainableRequest& req)
+        -> absl::StatusOr<std::unique_ptr<worker::Trainable>> {
+      auto train = worker::LoadIdxDataset(data_dir_, "train");
+      if (!train.ok()) return train.status();
+      auto test = worker::LoadIdxDataset(data_dir_, "t10k");
+      if (!test.ok()) return test.status();
+      const int64_t limit = req.spec.training().train_samples();
+      if (limit > 0 && limit < train->count) {
+        const size_t per = static_cast<size_t>(train->rows) * train->cols;
+        train->count = limit;
+        train->images.resize(static_cast<size_t>(limit) * per);
+        train->labels.resize(static_cast<size_t>(limit));
+      }
+      worker::TorchTrainableOptions o;
+      o.model = req.spec.training().model();
+      o.seed = req.spec.seed();
+      o.rank = req.rank;
+      o.world_size = req.world_size;
+      o.batch_size = req.spec.training().batch_size();
+      const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+      o.threads = threads_ > 0 ? threads_ : std::max(1, cores / std::max(1, req.world_size));
+      o.global_train_count = train->count;
+      o.train = worker::ShardOf(*train, req.rank, req.world_size);
+      o.test = std::move(*test);
+      return worker::MakeTorchTrainable(std::move(o));
+    };
+    auto summary = worker::RunWorker(options_, factory);
+    if (!summary.ok()) return Fail(summary.status());
+    Log().info("worker {}: done: {}", summary->rank, worker::SummaryJson(*summary));
+    return kExitOk;
+  }
+
+ private:
+  int Fail(const absl::Status& st) {
+    std::fprintf(stderr, "herd worker: %s\n", st.ToString().c_str());
+    return kExitFailure;
+  }
+
+  worker::WorkerOptions options_;
+  int rank_ = -1;
+  std::string data_dir_ = worker::kFashionMnistDir;
+  int threads_ = 0;
+  int timeout_s_ = 120;
+  int start_timeout_s_ = 120;
+  int fusion_kib_ = 4096;
+  std::string token_file_;
+};
+
+HERD_REGISTER_COMMAND(WorkerCommand, "worker", 40,
+                      "One training process of a job: trains its shard in the job's mode");
+
+}  // namespace
+}  // namespace herd::cli

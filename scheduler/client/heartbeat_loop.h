@@ -1,0 +1,31 @@
+#pragma once
+// Keeps a registered node alive with the scheduler: a thread that sends Heartbeat at the
+// interval RegisterNode gave, until destroyed. A failed heartbeat is logged and retried at the
+// next interval (the scheduler may be restarting); the scheduler declares the node dead only
+// after its heartbeat timeout.
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "herd/v1/scheduler.pb.h"
+#include "scheduler/client/scheduler_client.h"
+
+namespace herd::scheduler {
+
+class HeartbeatLoop {
+ public:
+  // `what` names the process in the logs ("server", "worker 3").
+  HeartbeatLoop(SchedulerClient& client, std::string job,
+                const herd::v1::RegisterNodeResponse& registered, std::string what);
+  ~HeartbeatLoop();
+  HeartbeatLoop(const HeartbeatLoop&) = delete;
+  HeartbeatLoop& operator=(const HeartbeatLoop&) = delete;
+
+ private:
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+}  // namespace herd::scheduler

@@ -1,0 +1,40 @@
+#pragma once
+// What the worker runtime trains, seen without torch: a model whose tensors the executors
+// update, stepped one mini-batch at a time through an executor, and evaluated on the test set.
+// worker/torch/ implements it with libtorch; the runtime (worker/runtime.h) only sees this.
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "herd/v1/job.pb.h"
+#include "worker/executor.h"
+
+namespace herd::worker {
+
+struct StepStats {
+  double loss = 0;
+  double forward_seconds = 0;   // includes the waits of BeforeForward (dear's all-gathers)
+  double backward_seconds = 0;  // includes handing gradients to the executor
+  int64_t samples = 0;
+};
+
+class Trainable {
+ public:
+  virtual ~Trainable() = default;
+
+  // The model's tensors in forward order, fp32 on the host; addresses stay put.
+  virtual const std::vector<ModelTensor>& tensors() const = 0;
+  // Their layout as a JobSpec lists it (name, shape, dtype).
+  virtual std::vector<herd::v1::TensorSpec> Layout() const = 0;
+  // Mini-batches per epoch; the same on every worker, so all of them run the same iterations.
+  virtual int64_t BatchesPerEpoch() const = 0;
+  // Forward, backward and optimizer step of mini-batch `batch` of `epoch` through `executor`
+  // (BeforeForward before each layer, GradientReady from the gradient hooks, EndBackward as the
+  // step). The caller runs BeginIteration before.
+  virtual absl::StatusOr<StepStats> Step(Executor& executor, int64_t epoch, int64_t batch) = 0;
+  // Accuracy on the test set with the current parameters.
+  virtual absl::StatusOr<double> Evaluate() = 0;
+};
+
+}  // namespace herd::worker
