@@ -64,10 +64,17 @@ absl::Status CentralizedLowPrecisionAllReduce(const CentralizedLowPrecisionOptio
   auto encoded_size = [&](int j) { return CompressedBytes(c, ChunkSize(o.count, P, j)); };
   // Chunks differ by at most one value: the first and the last chunk have both sizes.
   const size_t slot = std::max(encoded_size(0), encoded_size(P - 1));
-  // Zero-initialised, so the padding of short encodings is deterministic on the wire.
-  std::vector<std::byte> sent(P * slot), received(P * slot), gathered(P * slot);
-  std::string bytes;
-  std::vector<float> scratch;
+  LowPrecisionWorkspace local;
+  LowPrecisionWorkspace& w = o.workspace != nullptr ? *o.workspace : local;
+  // The padding after a short encoding is never decoded: whatever it holds is harmless.
+  w.sent.resize(P * slot);
+  w.received.resize(P * slot);
+  w.gathered.resize(P * slot);
+  std::vector<std::byte>& sent = w.sent;
+  std::vector<std::byte>& received = w.received;
+  std::vector<std::byte>& gathered = w.gathered;
+  std::string& bytes = w.bytes;
+  std::vector<float>& scratch = w.scratch;
 
   // 1. Compress every chunk, with the sender's error feedback.
   for (int j = 0; j < P; ++j) {
@@ -94,7 +101,8 @@ absl::Status CentralizedLowPrecisionAllReduce(const CentralizedLowPrecisionOptio
 
   // 3. Sum the decoded contributions in rank order (every owner sums the same way), average,
   //    then compress with the reducer's error feedback.
-  std::vector<float> sum(ChunkSize(o.count, P, r));
+  std::vector<float>& sum = w.sum;
+  sum.resize(ChunkSize(o.count, P, r));
   for (int j = 0; j < P; ++j) {
     std::string_view payload(reinterpret_cast<const char*>(received.data() + j * slot),
                              encoded_size(r));

@@ -47,11 +47,27 @@ int Drive(const RankOptions& o) {
   for (int r = 0; r < o.ranks; ++r) {
     ChildSpec c;
     c.label = absl::StrFormat("rank %d", r);
-    c.argv = {SelfExe(), "--rank", absl::StrCat(r), "--ranks", absl::StrCat(o.ranks),
-              "--store", dir, "--count", absl::StrCat(o.count), "--iters", absl::StrCat(o.iters),
-              "--warmup", absl::StrCat(o.warmup), "--compressor", o.compressor,
-              "--timeout", absl::StrCat(o.timeout_s), "--ops", absl::StrJoin(o.ops, ","),
-              "--segment-bytes", absl::StrCat(o.segment_bytes)};
+    c.argv = {SelfExe(),
+              "--rank",
+              absl::StrCat(r),
+              "--ranks",
+              absl::StrCat(o.ranks),
+              "--store",
+              dir,
+              "--count",
+              absl::StrCat(o.count),
+              "--iters",
+              absl::StrCat(o.iters),
+              "--warmup",
+              absl::StrCat(o.warmup),
+              "--compressor",
+              o.compressor,
+              "--timeout",
+              absl::StrCat(o.timeout_s),
+              "--ops",
+              absl::StrJoin(o.ops, ","),
+              "--segment-bytes",
+              absl::StrCat(o.segment_bytes)};
     children.push_back(std::move(c));
   }
   std::map<std::string, double> slowest;  // op -> seconds per call
@@ -73,8 +89,8 @@ int Drive(const RankOptions& o) {
                               : std::string(outcome.status().message()).c_str());
     return 1;
   }
-  std::printf("P=%d N=%zu (%.1f MB fp32), %d iterations after %d warm-up, compressor %s\n",
-              o.ranks, o.count, o.count * 4 / 1e6, o.iters, o.warmup, o.compressor.c_str());
+  std::printf("P=%d N=%zu (%.1f MB fp32), %d iterations after %d warm-up, compressor %s\n", o.ranks,
+              o.count, o.count * 4 / 1e6, o.iters, o.warmup, o.compressor.c_str());
   std::printf("| operation | ms per call | model GB/s |\n| --- | ---: | ---: |\n");
   for (const std::string& op : o.ops) {
     const double s = slowest[op];
@@ -93,8 +109,9 @@ int main(int argc, char** argv) {
   o.ranks = 4;
   o.count = 25'000'000;
   std::string ops = absl::StrJoin(herd::bench::lowprec::kOps, ",");
-  CLI::App app{"herd_lowprec_bench: per-call time of clps, decentralized (D_FP_S, D_LP_S) and "
-               "the dense ring all-reduce, ranks as processes over UCX"};
+  CLI::App app{
+      "herd_lowprec_bench: per-call time of clps, decentralized (D_FP_S, D_LP_S) and "
+      "the dense ring all-reduce, ranks as processes over UCX"};
   app.add_option("--ranks", o.ranks, "number of rank processes")->check(CLI::Range(1, 64));
   app.add_option("--count", o.count, "fp32 values per rank");
   app.add_option("--iters", o.iters, "timed calls per operation")->check(CLI::Range(1, 100000));

@@ -56,7 +56,8 @@ absl::StatusOr<Op> MakeOp(const std::string& name, transport::Communicator& comm
   if (name == "clps") {
     auto delta = std::make_shared<std::vector<float>>(o.count, 0.0f);
     auto epsilon = std::make_shared<std::vector<float>>(o.count, 0.0f);
-    return Op{[&comm, data, delta, epsilon, timeout, c](int it) {
+    auto workspace = std::make_shared<::herd::lowprec::LowPrecisionWorkspace>();
+    return Op{[&comm, data, delta, epsilon, workspace, timeout, c](int it) {
       ::herd::lowprec::CentralizedLowPrecisionOptions a;
       a.comm = &comm;
       a.timeout = timeout;
@@ -67,6 +68,7 @@ absl::StatusOr<Op> MakeOp(const std::string& name, transport::Communicator& comm
       a.epsilon = epsilon->data();
       a.average = true;
       a.seed = uint64_t(it);
+      a.workspace = workspace.get();
       return ::herd::lowprec::CentralizedLowPrecisionAllReduce(a);
     }};
   }

@@ -81,6 +81,7 @@ class ClpsExecutor final : public Executor {
       o.epsilon = epsilon_[b].data();
       o.average = true;
       o.seed = Mix64(context_.plan.seed() ^ Mix64(static_cast<uint64_t>(iteration_))) + b;
+      o.workspace = &workspace_;  // the buckets run one after the other on the queue's thread
       queue_.Submit(absl::StrFormat("clps bucket %d", b),
                     [o] { return lowprec::CentralizedLowPrecisionAllReduce(o); });
     }
@@ -92,6 +93,7 @@ class ClpsExecutor final : public Executor {
   LocalOptimizer optimizer_;
   CommQueue queue_;
   std::vector<std::vector<float>> delta_, epsilon_;  // per bucket
+  lowprec::LowPrecisionWorkspace workspace_;
   int next_launch_ = 0;
   int64_t iteration_ = 0;
 };

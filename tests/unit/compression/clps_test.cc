@@ -39,11 +39,13 @@ struct Ranks {
 };
 
 absl::Status RunAll(Ranks& s, size_t count, Compressor c, bool average, uint64_t seed,
-                    bool feedback = true) {
+                    bool feedback = true,
+                    std::vector<LowPrecisionWorkspace>* workspaces = nullptr) {
   const int P = static_cast<int>(s.data.size());
   return FirstError(SpawnRanks(P, [&](transport::Communicator& comm) {
     const int r = comm.rank();
     CentralizedLowPrecisionOptions o;
+    o.workspace = workspaces != nullptr ? &(*workspaces)[r] : nullptr;
     o.comm = &comm;
     o.tag = 7;
     o.timeout = kTimeout;
@@ -160,6 +162,25 @@ double RunningSumGap(bool feedback) {
 TEST(ClpsTest, FeedbackKeepsTheRunningSumOnTrack) {
   const double with = RunningSumGap(true), without = RunningSumGap(false);
   EXPECT_LT(with, 0.5 * without) << "with feedback " << with << ", without " << without;
+}
+
+// A reused workspace (growing and shrinking between calls) changes nothing in the results.
+TEST(ClpsTest, AReusedWorkspaceGivesTheSameResults) {
+  const int P = 3;
+  std::vector<LowPrecisionWorkspace> workspaces(P);
+  for (size_t count : {size_t{1000}, size_t{10}, size_t{5000}, size_t{2}}) {
+    for (const char* name : {"minmax_uint8", "topk:0.1"}) {
+      Ranks fresh(P, count), reused(P, count);
+      for (int it = 0; it < 2; ++it) {
+        for (int r = 0; r < P; ++r) fresh.data[r] = reused.data[r] = Gaussian(count, 90 + it + r);
+        ASSERT_TRUE(RunAll(fresh, count, Parsed(name), true, it).ok());
+        ASSERT_TRUE(RunAll(reused, count, Parsed(name), true, it, true, &workspaces).ok());
+        EXPECT_EQ(fresh.data, reused.data) << name << " count " << count;
+        EXPECT_EQ(fresh.delta, reused.delta) << name << " count " << count;
+        EXPECT_EQ(fresh.epsilon, reused.epsilon) << name << " count " << count;
+      }
+    }
+  }
 }
 
 TEST(ClpsTest, BadOptionsAreRefusedBeforeAnythingIsSent) {
