@@ -8,4 +8,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 ./scripts/build.sh
-exec ./build/bin/herd local --workers 4 --mode dear --model cnn --epochs 3 "$@"
+exec ./build/bin/herd local --workers 4 --mode dear --model cnn --epochs 3 --optimizer adam --lr 0.002 "$@"

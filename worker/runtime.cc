@@ -66,6 +66,19 @@ absl::Status CheckLayout(const herd::v1::JobSpec& spec, const Trainable& model) 
       spec.name(), absl::StrJoin(want, ", "), spec.training().model(), absl::StrJoin(have, ", ")));
 }
 
+// The plan of an iteration; a scheduler that is restarting (UNAVAILABLE) is retried until
+// `patience` passes, since a restarted scheduler resumes the job from its state.
+absl::StatusOr<herd::v1::Plan> GetPlanRidingOutRestarts(scheduler::SchedulerClient& sched,
+                                                        const herd::v1::GetPlanRequest& req,
+                                                        std::chrono::milliseconds patience) {
+  const Deadline deadline = Deadline::After(patience);
+  for (;;) {
+    absl::StatusOr<herd::v1::Plan> plan = sched.GetPlan(req);
+    if (plan.ok() || !absl::IsUnavailable(plan.status()) || deadline.expired()) return plan;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
 std::string DefaultName() {
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
@@ -157,6 +170,7 @@ absl::StatusOr<WorkerSummary> RunWorker(const WorkerOptions& options,
                           : Timeline(absl::StrFormat("%s/worker-%d.json", options.timeline_dir,
                                                      rank),
                                      rank);
+  model->set_timeline(&timeline);
   auto store = scheduler::MakeSchedulerStore(sched, options.job);
 
   const int64_t per_epoch = model->BatchesPerEpoch();
@@ -176,7 +190,7 @@ absl::StatusOr<WorkerSummary> RunWorker(const WorkerOptions& options,
     req.set_job(options.job);
     req.set_iteration(it);
     req.set_node_id(registered.node_id());
-    HERD_ASSIGN_OR_RETURN(herd::v1::Plan plan, sched->GetPlan(req));
+    HERD_ASSIGN_OR_RETURN(herd::v1::Plan plan, GetPlanRidingOutRestarts(*sched, req, options.timeout));
     if (plan.job_cancelled()) {
       return absl::CancelledError(absl::StrFormat("job '%s' was cancelled", options.job));
     }

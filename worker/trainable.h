@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/timeline.h"
 #include "herd/v1/job.pb.h"
 #include "worker/executor.h"
 
@@ -35,6 +36,11 @@ class Trainable {
   virtual absl::StatusOr<StepStats> Step(Executor& executor, int64_t epoch, int64_t batch) = 0;
   // Accuracy on the test set with the current parameters.
   virtual absl::StatusOr<double> Evaluate() = 0;
+  // Where Step draws its forward and backward spans (null: nowhere).
+  void set_timeline(Timeline* timeline) { timeline_ = timeline; }
+
+ protected:
+  Timeline* timeline_ = nullptr;
 };
 
 }  // namespace herd::worker

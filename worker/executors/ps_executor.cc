@@ -73,7 +73,8 @@ class PsExecutor final : public Executor {
   }
 
   absl::Status EndBackward() override {
-    WaitTimer timer(&exposed_seconds_, context_.timeline, "push-pull");
+    WaitTimer timer(&exposed_seconds_, context_.timeline,
+                    mode_ == PsMode::kEc ? "compress, push, pull, decompress" : "push-pull");
     if (mode_ == PsMode::kEc) {
       HERD_ASSIGN_OR_RETURN(int64_t version,
                             client_->PushPullCompressed(compressor_, round_, grads_, &answers_));

@@ -30,7 +30,6 @@ class WfbpExecutor final : public Executor {
 
   absl::Status BeginIteration(int64_t iteration) override {
     buckets_.ResetReady();
-    tickets_.clear();
     next_launch_ = 0;
     return absl::OkStatus();
   }
@@ -76,8 +75,8 @@ class WfbpExecutor final : public Executor {
         o.block_bytes = static_cast<size_t>(context_.plan.mode().block_bytes());
       }
       const collectives::Algorithm algorithm = algorithm_;
-      tickets_.push_back(queue_.Submit(absl::StrFormat("allreduce bucket %d", b),
-                                       [o, algorithm] { return collectives::AllReduce(o, algorithm); }));
+      queue_.Submit(absl::StrFormat("allreduce bucket %d", b),
+                    [o, algorithm] { return collectives::AllReduce(o, algorithm); });
     }
   }
 
@@ -86,7 +85,6 @@ class WfbpExecutor final : public Executor {
   FusedBuckets buckets_;
   LocalOptimizer optimizer_;
   CommQueue queue_;
-  std::vector<CommQueue::Ticket> tickets_;
   int next_launch_ = 0;
 };
 

@@ -70,9 +70,11 @@ class TorchTrainable final : public Trainable {
     }
     torch::Tensor loss = torch::nn::functional::cross_entropy(x, y);
     auto t1 = std::chrono::steady_clock::now();
+    if (timeline_) timeline_->Add("forward", Timeline::Lane::kCompute, t0, t1);
     loss.backward();
     HERD_RETURN_IF_ERROR(optimizer_.TakeHookError());
     auto t2 = std::chrono::steady_clock::now();
+    if (timeline_) timeline_->Add("backward", Timeline::Lane::kCompute, t1, t2);
     HERD_RETURN_IF_ERROR(optimizer_.step());
     stats.loss = loss.item<double>();
     stats.forward_seconds = Seconds(t1 - t0).count();

@@ -138,6 +138,8 @@ TEST(Training, WritesAChromeTraceTimelinePerWorker) {
     EXPECT_NE(trace.str().find("\"RS bucket"), std::string::npos);
     EXPECT_NE(trace.str().find("\"AG bucket"), std::string::npos);
     EXPECT_NE(trace.str().find("\"iteration 0\""), std::string::npos);
+    EXPECT_NE(trace.str().find("\"forward\""), std::string::npos);
+    EXPECT_NE(trace.str().find("\"backward\""), std::string::npos);
   }
 }
 
