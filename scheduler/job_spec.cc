@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/dtype.h"
@@ -56,7 +57,22 @@ const ModeInfo* FindMode(std::string_view name) {
 }
 
 const std::set<std::string, std::less<>> kTopologies = {"ring", "random"};
-const std::set<std::string, std::less<>> kCompressors = {"minmax_uint8", "qsgd", "sign", "fp16"};
+// The compressors the workers implement (algorithms/compression/compressor.h): the plain names,
+// and qsgd:LEVELS (1..127), topk:DENSITY ((0, 1]). The workers parse the parameters again.
+bool KnownCompressor(std::string_view name) {
+  static const std::set<std::string, std::less<>> plain = {"minmax_uint8", "sign", "fp16", "bf16",
+                                                          "qsgd", "topk"};
+  if (plain.contains(name)) return true;
+  if (name.substr(0, 5) == "qsgd:") {
+    int levels = 0;
+    return absl::SimpleAtoi(std::string(name.substr(5)), &levels) && levels >= 1 && levels <= 127;
+  }
+  if (name.substr(0, 5) == "topk:") {
+    double density = 0;
+    return absl::SimpleAtod(std::string(name.substr(5)), &density) && density > 0 && density <= 1;
+  }
+  return false;
+}
 const std::set<std::string, std::less<>> kOptimizers = {"sgd", "momentum", "adam"};
 
 absl::Status NotForMode(std::string_view param, std::string_view mode) {
@@ -117,6 +133,13 @@ absl::StatusOr<ModeSpec> NormalizeMode(const ModeSpec& in, const JobSpec& spec) 
       return absl::InvalidArgumentError(absl::StrFormat(
           "unknown topology '%s' for mode '%s'; use ring or random", out.topology(), in.mode()));
     }
+    // D_LP_S keeps replicas of its neighbours' models: the neighbours must stay the same.
+    if (in.mode() == "decentralized_lp" && out.topology() != "ring") {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "mode decentralized_lp needs fixed neighbours (it keeps replicas of their models); "
+          "topology '%s' changes them every iteration: use ring",
+          out.topology()));
+    }
   }
   if (m->teams) {
     if (out.teams() == 0) out.set_teams(1);
@@ -152,9 +175,11 @@ absl::StatusOr<ModeSpec> NormalizeMode(const ModeSpec& in, const JobSpec& spec) 
   }
   if (m->compressor) {
     if (out.compressor().empty()) out.set_compressor("minmax_uint8");
-    if (!kCompressors.contains(out.compressor())) {
+    if (!KnownCompressor(out.compressor())) {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "unknown compressor '%s'; use minmax_uint8, qsgd, sign or fp16", out.compressor()));
+          "unknown compressor '%s'; use minmax_uint8, sign, fp16, bf16, qsgd[:LEVELS] or "
+          "topk[:DENSITY]",
+          out.compressor()));
     }
     // The shards implement these two (algorithms/compression); refusing the others here keeps
     // a job no shard could serve from being accepted.

@@ -82,6 +82,13 @@ absl::StatusOr<ShardConfig> ShardConfigFromJob(const herd::v1::JobSpec& spec,
     auto comp =
         compression::ParseCompressor(ms.compressor().empty() ? "minmax_uint8" : ms.compressor());
     if (!comp.ok()) return comp.status();
+    // ParseCompressor knows more compressors than ps_ec serves (the scheduler's rule too).
+    if (*comp != compression::Compressor::kMinMaxUInt8 && *comp != compression::Compressor::kSign) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "job '%s': compressor '%s' is not served by parameter servers; ps_ec takes "
+          "minmax_uint8 or sign",
+          spec.name(), compression::CompressorName(*comp)));
+    }
     c.compressor = *comp;
   }
   auto kind = ParseOptimizer(spec.optimizer().name());

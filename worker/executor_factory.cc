@@ -8,7 +8,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "worker/executor.h"
+#include "worker/executors/clps_executor.h"
 #include "worker/executors/dear_executor.h"
+#include "worker/executors/decentralized_executor.h"
+#include "worker/executors/decentralized_lp_executor.h"
 #include "worker/executors/ps_executor.h"
 #include "worker/executors/sparse_executor.h"
 #include "worker/executors/wfbp_executor.h"
@@ -34,6 +37,9 @@ const std::map<std::string, ModeEntry, std::less<>>& Modes() {
       {"dear", {true, MakeDearExecutor}},
       {"sparse", {true, MakeSparseExecutor}},
       {"topk_allgather", {true, MakeSparseExecutor}},
+      {"decentralized", {true, MakeDecentralizedExecutor}},
+      {"decentralized_lp", {true, MakeDecentralizedLpExecutor}},
+      {"clps", {true, MakeClpsExecutor}},
       {"ps_sync", {false, MakePsExecutor}},
       {"ps_async", {false, MakePsExecutor}},
       {"ps_ec", {false, MakePsExecutor}},

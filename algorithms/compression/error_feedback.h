@@ -17,8 +17,12 @@
 namespace herd::compression {
 
 // `residual` must have in.size() values; it is updated in place. `scratch` is working memory
-// (resized as needed) so callers in a loop allocate once.
+// (resized as needed) so callers in a loop allocate once. `seed` is Compress's (qsgd's rounding).
 void CompressWithFeedback(Compressor c, std::span<const float> in, std::span<float> residual,
-                          std::string* out, std::vector<float>* scratch);
+                          std::string* out, std::vector<float>* scratch, uint64_t seed);
+inline void CompressWithFeedback(Compressor c, std::span<const float> in, std::span<float> residual,
+                                 std::string* out, std::vector<float>* scratch) {
+  CompressWithFeedback(c, in, residual, out, scratch, /*seed=*/0);
+}
 
 }  // namespace herd::compression

@@ -9,15 +9,49 @@
 #include "absl/strings/str_format.h"
 #include "algorithms/compression/codecs.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace herd::compression::internal {
 namespace {
 
 constexpr size_t kHeader = 2 * sizeof(float);
 
-float Finite(float v) {
-  constexpr float kMax = std::numeric_limits<float>::max();
-  if (std::isnan(v)) return 0.0f;
-  return std::clamp(v, -kMax, kMax);
+// The smallest and largest value of a non-empty buffer. NaNs lose every comparison and so never
+// become an end of the range. A single running minimum is a loop-carried dependence that GCC
+// does not vectorise without -ffast-math, so the scan keeps eight lanes in SSE registers:
+// _mm_min_ps(v, l) is exactly `v < l ? v : l` (it returns l when either is NaN). Only the sign
+// of a zero end may depend on the folding order.
+void Range(std::span<const float> in, float* lo, float* hi) {
+  const size_t n = in.size();
+  float l = Finite(in[0]), h = l;
+  size_t i = 0;
+#if defined(__SSE2__)
+  __m128 l0 = _mm_set1_ps(l), l1 = l0, h0 = l0, h1 = l0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128 a = _mm_loadu_ps(in.data() + i), b = _mm_loadu_ps(in.data() + i + 4);
+    l0 = _mm_min_ps(a, l0);
+    l1 = _mm_min_ps(b, l1);
+    h0 = _mm_max_ps(a, h0);
+    h1 = _mm_max_ps(b, h1);
+  }
+  alignas(16) float ls[8], hs[8];
+  _mm_store_ps(ls, l0);
+  _mm_store_ps(ls + 4, l1);
+  _mm_store_ps(hs, h0);
+  _mm_store_ps(hs + 4, h1);
+  for (int k = 0; k < 8; ++k) {
+    l = ls[k] < l ? ls[k] : l;
+    h = hs[k] > h ? hs[k] : h;
+  }
+#endif
+  for (; i < n; ++i) {
+    l = in[i] < l ? in[i] : l;
+    h = in[i] > h ? in[i] : h;
+  }
+  *lo = l;
+  *hi = h;
 }
 
 }  // namespace
@@ -27,13 +61,7 @@ size_t MinMaxBytes(size_t count) { return kHeader + count; }
 void MinMaxEncode(std::span<const float> in, uint8_t* out) {
   float lo = 0.0f, hi = 0.0f;
   if (!in.empty()) {
-    lo = hi = Finite(in[0]);
-    // NaNs lose every comparison and so never become an end of the range; infinities are
-    // clamped below.
-    for (float v : in) {
-      lo = v < lo ? v : lo;
-      hi = v > hi ? v : hi;
-    }
+    Range(in, &lo, &hi);  // infinities are clamped below
     lo = Finite(lo);
     hi = Finite(hi);
   }

@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 model=cnn epochs=2 workers=4 batch=64 optimizer=adam lr=0.002
-modes="allreduce dear lp sparse topk_allgather ps_sync ps_async ps_ec"
+modes="allreduce dear lp sparse topk_allgather ps_sync ps_async ps_ec decentralized decentralized_lp clps"
 while [ $# -gt 0 ]; do
   case "$1" in
     --model) model=$2; shift 2 ;;

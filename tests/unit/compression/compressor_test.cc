@@ -115,3 +115,31 @@ TEST(CompressorTest, BadPayloadsAreRejectedAndOutputUntouched) {
 
 }  // namespace
 }  // namespace herd::compression
+
+namespace herd::compression {
+namespace {
+
+TEST(CompressorNamesTest, ParsesTheParameterisedCompressors) {
+  EXPECT_EQ(*ParseCompressor("fp16"), Compressor::kFp16);
+  EXPECT_EQ(*ParseCompressor("bf16"), Compressor::kBf16);
+  EXPECT_EQ(ParseCompressor("qsgd")->levels(), Compressor::kDefaultQsgdLevels);
+  EXPECT_EQ(*ParseCompressor("qsgd:4"), *Compressor::Qsgd(4));
+  EXPECT_EQ(ParseCompressor("topk")->density(), Compressor::kDefaultTopKDensity);
+  EXPECT_EQ(*ParseCompressor("topk:0.25"), *Compressor::TopK(0.25));
+  EXPECT_EQ(CompressorName(*ParseCompressor("qsgd")), "qsgd:127");
+  EXPECT_EQ(CompressorName(*ParseCompressor("topk:0.001")), "topk:0.001");
+  EXPECT_EQ(Compressor(), Compressor::kMinMaxUInt8);
+  EXPECT_NE(*Compressor::Qsgd(4), *Compressor::Qsgd(5));
+}
+
+TEST(CompressorNamesTest, RefusesBadParameters) {
+  for (const char* bad : {"qsgd:0", "qsgd:128", "qsgd:", "qsgd:x", "qsgd:4x", "topk:0", "topk:1.5",
+                          "topk:", "topk:abc", "topk:nan", "topk:-0.1", "fp32", "QSGD"}) {
+    auto c = ParseCompressor(bad);
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_NE(ParseCompressor("zip").status().message().find("topk:D"), absl::string_view::npos);
+}
+
+}  // namespace
+}  // namespace herd::compression

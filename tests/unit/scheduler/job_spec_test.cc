@@ -147,5 +147,31 @@ TEST(JobSpec, DefaultsPerMode) {
   EXPECT_DOUBLE_EQ(NormalizeMode(sparse, *spec)->density(), 0.01);
 }
 
+TEST(JobSpec, CompressorsAndTopologiesOfTheWorkerModes) {
+  auto spec = NormalizeJobSpec(ExampleSpec());
+  ASSERT_TRUE(spec.ok());
+  herd::v1::ModeSpec clps;
+  clps.set_mode("clps");
+  for (const char* ok : {"minmax_uint8", "sign", "fp16", "bf16", "qsgd", "qsgd:8", "topk",
+                         "topk:0.05"}) {
+    clps.set_compressor(ok);
+    EXPECT_TRUE(NormalizeMode(clps, *spec).ok()) << ok;
+  }
+  for (const char* bad : {"qsgd:0", "qsgd:128", "qsgd:x", "topk:0", "topk:1.5", "zip"}) {
+    clps.set_compressor(bad);
+    EXPECT_EQ(NormalizeMode(clps, *spec).status().code(), absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
+  // D_LP_S keeps replicas of fixed neighbours: a random topology is refused at submission.
+  herd::v1::ModeSpec dlp;
+  dlp.set_mode("decentralized_lp");
+  dlp.set_topology("random");
+  auto refused = NormalizeMode(dlp, *spec);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("use ring"), absl::string_view::npos);
+  dlp.set_topology("ring");
+  EXPECT_TRUE(NormalizeMode(dlp, *spec).ok());
+}
+
 }  // namespace
 }  // namespace herd::scheduler

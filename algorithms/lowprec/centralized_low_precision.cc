@@ -1,0 +1,151 @@
+#include "algorithms/lowprec/centralized_low_precision.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "algorithms/collectives/allgather.h"
+#include "algorithms/collectives/alltoall.h"
+#include "algorithms/collectives/internal.h"
+#include "algorithms/compression/error_feedback.h"
+#include "common/splitmix.h"
+#include "common/status.h"
+
+namespace herd::lowprec {
+namespace {
+
+using collectives::ChunkBegin;
+using collectives::ChunkSize;
+using compression::Compressor;
+
+constexpr std::string_view kWhat = "centralized low-precision all-reduce";
+
+// One seed per (rank, chunk, phase) from the caller's, so no two compressions share a stream.
+uint64_t SeedFor(uint64_t seed, int rank, int chunk, int phase) {
+  return Mix64(seed ^ Mix64((uint64_t(uint32_t(rank)) << 32 | uint32_t(chunk)) * 4 + phase));
+}
+
+std::chrono::milliseconds Left(const Deadline& d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d.remaining());
+}
+
+absl::Status Validate(const CentralizedLowPrecisionOptions& o) {
+  HERD_RETURN_IF_ERROR(collectives::internal::ValidateBase(kWhat, o, o.data, o.count));
+  HERD_RETURN_IF_ERROR(collectives::internal::RequireHostMemory(kWhat, *o.comm));
+  if (o.dtype != DType::kFloat32) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: dtype must be fp32 (the compressors encode fp32), got %s", kWhat, DTypeName(o.dtype)));
+  }
+  const size_t largest = ChunkSize(o.count, o.comm->size(), 0);
+  if (o.compressor.kind() == Compressor::Kind::kTopK &&
+      largest > std::numeric_limits<uint32_t>::max()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: chunks of %d values are too long for top-k's 32-bit indices", kWhat, largest));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CentralizedLowPrecisionAllReduce(const CentralizedLowPrecisionOptions& o) {
+  const Deadline deadline = Deadline::After(o.timeout);
+  HERD_RETURN_IF_ERROR(Validate(o));
+  if (o.count == 0) return absl::OkStatus();
+  transport::Communicator& comm = *o.comm;
+  const int P = comm.size(), r = comm.rank();
+  const Compressor c = o.compressor;
+  auto chunk = [&](float* base, int j) {
+    return std::span<float>(base + ChunkBegin(o.count, P, j), ChunkSize(o.count, P, j));
+  };
+  auto encoded_size = [&](int j) { return CompressedBytes(c, ChunkSize(o.count, P, j)); };
+  // Chunks differ by at most one value: the first and the last chunk have both sizes.
+  const size_t slot = std::max(encoded_size(0), encoded_size(P - 1));
+  LowPrecisionWorkspace local;
+  LowPrecisionWorkspace& w = o.workspace != nullptr ? *o.workspace : local;
+  // The padding after a short encoding is never decoded: whatever it holds is harmless.
+  w.sent.resize(P * slot);
+  w.received.resize(P * slot);
+  w.gathered.resize(P * slot);
+  std::vector<std::byte>& sent = w.sent;
+  std::vector<std::byte>& received = w.received;
+  std::vector<std::byte>& gathered = w.gathered;
+  std::string& bytes = w.bytes;
+  std::vector<float>& scratch = w.scratch;
+
+  // 1. Compress every chunk, with the sender's error feedback.
+  for (int j = 0; j < P; ++j) {
+    const uint64_t seed = SeedFor(o.seed, r, j, 0);
+    if (o.delta != nullptr) {
+      compression::CompressWithFeedback(c, chunk(o.data, j), chunk(o.delta, j), &bytes, &scratch,
+                                        seed);
+    } else {
+      compression::Compress(c, chunk(o.data, j), &bytes, seed);
+    }
+    std::memcpy(sent.data() + j * slot, bytes.data(), bytes.size());
+  }
+
+  // 2. Rank r receives every rank's chunk r.
+  collectives::AllToAllOptions a2a;
+  a2a.comm = &comm;
+  a2a.dtype = DType::kUInt8;
+  a2a.tag = o.tag;
+  a2a.timeout = Left(deadline);
+  a2a.input = sent.data();
+  a2a.output = received.data();
+  a2a.count = P * slot;
+  HERD_RETURN_IF_ERROR(collectives::PairwiseAllToAll(a2a));
+
+  // 3. Sum the decoded contributions in rank order (every owner sums the same way), average,
+  //    then compress with the reducer's error feedback.
+  std::vector<float>& sum = w.sum;
+  sum.resize(ChunkSize(o.count, P, r));
+  for (int j = 0; j < P; ++j) {
+    std::string_view payload(reinterpret_cast<const char*>(received.data() + j * slot),
+                             encoded_size(r));
+    absl::Status st = j == 0 ? compression::Decompress(c, payload, sum)
+                             : compression::DecompressAdd(c, payload, sum);
+    if (!st.ok()) {
+      return collectives::internal::Fail(
+          comm, absl::InvalidArgumentError(
+                    absl::StrFormat("%s: rank %d sent chunk %d that does not decode: %s", kWhat, j,
+                                    r, std::string(st.message()))));
+    }
+  }
+  if (o.average) ScaleInPlace(DType::kFloat32, sum.data(), sum.size(), 1.0 / P);
+  const uint64_t seed = SeedFor(o.seed, r, r, 1);
+  if (o.epsilon != nullptr) {
+    compression::CompressWithFeedback(c, sum, chunk(o.epsilon, r), &bytes, &scratch, seed);
+  } else {
+    compression::Compress(c, sum, &bytes, seed);
+  }
+  std::memcpy(gathered.data() + r * slot, bytes.data(), bytes.size());
+
+  // 4. Every rank gets every reduced chunk, still compressed.
+  collectives::AllGatherOptions ag;
+  ag.comm = &comm;
+  ag.dtype = DType::kUInt8;
+  ag.tag = o.tag;
+  ag.timeout = Left(deadline);
+  ag.data = gathered.data();
+  ag.count = P * slot;
+  HERD_RETURN_IF_ERROR(collectives::RingAllGather(ag));
+
+  // 5. Decode all of them, the own chunk included: identical bytes, identical results.
+  for (int j = 0; j < P; ++j) {
+    std::string_view payload(reinterpret_cast<const char*>(gathered.data() + j * slot),
+                             encoded_size(j));
+    if (absl::Status st = compression::Decompress(c, payload, chunk(o.data, j)); !st.ok()) {
+      return collectives::internal::Fail(
+          comm, absl::InvalidArgumentError(
+                    absl::StrFormat("%s: the reduced chunk %d of rank %d does not decode: %s",
+                                    kWhat, j, j, std::string(st.message()))));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace herd::lowprec

@@ -1,0 +1,120 @@
+#include "worker/executors/decentralized_lp_executor.h"
+
+#include "absl/strings/str_format.h"
+#include "algorithms/compression/compressor.h"
+#include "algorithms/decentralized/low_precision.h"
+#include "common/splitmix.h"
+#include "common/status.h"
+#include "worker/comm_queue.h"
+#include "worker/executors/flat_model.h"
+#include "worker/executors/plan_peers.h"
+#include "worker/executors/wait_timer.h"
+#include "worker/local_optimizer.h"
+
+namespace herd::worker {
+namespace {
+
+class DecentralizedLpExecutor final : public Executor {
+ public:
+  DecentralizedLpExecutor(const ExecutorContext& c, std::vector<int> peers,
+                          compression::Compressor compressor)
+      : context_(c),
+        model_(c.tensors),
+        self_(model_.count()),
+        replicas_(peers.size(), std::vector<float>(model_.count())),
+        grads_(c.tensors),
+        optimizer_(c.optimizer, c.tensors),
+        queue_(c.timeline) {
+    options_.comm = c.comm;
+    options_.timeout = c.timeout;
+    options_.data = model_.data();
+    options_.count = model_.count();
+    options_.peers = std::move(peers);
+    options_.self_replica = self_.data();
+    for (auto& r : replicas_) options_.peer_replicas.push_back(r.data());
+    options_.compressor = compressor;
+  }
+
+  // The replicas start as the peers' current models (one full-precision exchange).
+  absl::Status Start() {
+    model_.Gather();
+    const decentralized::DecentralizedLowPrecisionOptions o = options_;
+    return Run("init replicas", [o] { return decentralized::InitDecentralizedReplicas(o); });
+  }
+
+  std::string_view mode() const override { return "decentralized_lp"; }
+  std::string Describe() const override {
+    return absl::StrFormat("decentralized_lp: ring, %s, %d values exchanged per iteration",
+                           compression::CompressorName(options_.compressor), model_.count());
+  }
+
+  absl::Status BeginIteration(int64_t iteration) override {
+    grads_.Reset();
+    iteration_ = iteration;
+    return absl::OkStatus();
+  }
+
+  absl::Status BeforeForward(int tensor) override { return absl::OkStatus(); }
+
+  absl::Status GradientReady(int tensor, std::span<const float> grad) override {
+    grads_.Store(tensor, grad);
+    return absl::OkStatus();
+  }
+
+  absl::Status EndBackward() override {
+    grads_.FillMissing();
+    {
+      Timeline::Span span(context_.timeline, "local step", Timeline::Lane::kCompute);
+      for (int t = 0; t < static_cast<int>(context_.tensors.size()); ++t) {
+        optimizer_.Step(t, grads_.Of(t));
+      }
+      model_.Gather();  // y
+    }
+    decentralized::DecentralizedLowPrecisionOptions o = options_;
+    o.seed = Mix64(context_.plan.seed()) ^ static_cast<uint64_t>(iteration_);
+    HERD_RETURN_IF_ERROR(Run(absl::StrFormat("exchange iteration %d", iteration_),
+                             [o] { return decentralized::DecentralizedLowPrecision(o); }));
+    model_.Scatter();  // x_{t+1}
+    return absl::OkStatus();
+  }
+
+  absl::Status Flush() override { return queue_.Drain(Deadline::After(context_.timeout)); }
+
+ private:
+  // On the communication thread (where every collective of a worker runs), waited for.
+  absl::Status Run(std::string name, CommQueue::Op op) {
+    WaitTimer timer(&exposed_seconds_, context_.timeline, "wait " + name);
+    const CommQueue::Ticket ticket = queue_.Submit(std::move(name), std::move(op));
+    return queue_.Wait(ticket, Deadline::After(context_.timeout));
+  }
+
+  ExecutorContext context_;
+  FlatModel model_;
+  std::vector<float> self_;
+  std::vector<std::vector<float>> replicas_;
+  IterationGradients grads_;
+  LocalOptimizer optimizer_;
+  CommQueue queue_;
+  decentralized::DecentralizedLowPrecisionOptions options_;
+  int64_t iteration_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Executor>> MakeDecentralizedLpExecutor(
+    const ExecutorContext& context) {
+  HERD_ASSIGN_OR_RETURN(PlanPeers peers, PlanPeers::FromContext(context));
+  if (peers.topology() != decentralized::Topology::kRing) {
+    return absl::InvalidArgumentError(
+        "decentralized_lp keeps replicas of fixed peers, so it runs on the ring topology only "
+        "(the plan asks for random)");
+  }
+  const std::string& name = context.plan.mode().compressor();
+  HERD_ASSIGN_OR_RETURN(compression::Compressor compressor,
+                        compression::ParseCompressor(name.empty() ? "minmax_uint8" : name));
+  auto executor = std::make_unique<DecentralizedLpExecutor>(context, peers.At(0), compressor);
+  HERD_RETURN_IF_ERROR(executor->Start());
+  return std::unique_ptr<Executor>(std::move(executor));
+}
+
+}  // namespace herd::worker
