@@ -5,10 +5,7 @@
 #include "absl/strings/str_format.h"
 #include "algorithms/sparse/sparse_allreduce.h"
 #include "common/status.h"
-#include "worker/comm_queue.h"
-#include "worker/executors/wait_timer.h"
-#include "worker/fused_buckets.h"
-#include "worker/local_optimizer.h"
+#include "worker/executors/bucket_reduce_executor.h"
 
 namespace herd::worker {
 namespace {
@@ -46,92 +43,6 @@ absl::StatusOr<int> TeamsOf(const ExecutorContext& c) {
   return teams;
 }
 
-class SparseExecutor final : public Executor {
- public:
-  SparseExecutor(const ExecutorContext& c, bool spardl, int teams)
-      : context_(c),
-        spardl_(spardl),
-        teams_(teams),
-        density_(c.plan.mode().density() > 0 ? c.plan.mode().density() : kDefaultDensity),
-        buckets_(c.tensors, c.fusion.threshold_bytes),
-        optimizer_(c.optimizer, c.tensors),
-        queue_(c.timeline) {
-    for (int b = 0; b < buckets_.buckets(); ++b) residuals_.emplace_back(buckets_.count(b), 0.0f);
-    bsag_.resize(buckets_.buckets());
-  }
-
-  std::string_view mode() const override { return spardl_ ? "sparse" : "topk_allgather"; }
-  std::string Describe() const override {
-    return absl::StrFormat("%s: density %g%s, %d buckets of at most %d bytes", mode(), density_,
-                           spardl_ ? absl::StrFormat(", %d teams", teams_) : "", buckets_.buckets(),
-                           context_.fusion.threshold_bytes);
-  }
-
-  absl::Status BeginIteration(int64_t iteration) override {
-    buckets_.ResetReady();
-    next_launch_ = 0;
-    return absl::OkStatus();
-  }
-
-  absl::Status BeforeForward(int tensor) override { return absl::OkStatus(); }
-
-  absl::Status GradientReady(int tensor, std::span<const float> grad) override {
-    buckets_.Store(tensor, grad);
-    LaunchCompleteBuckets();
-    return absl::OkStatus();
-  }
-
-  absl::Status EndBackward() override {
-    for (int b = next_launch_; b < buckets_.buckets(); ++b) buckets_.FillMissing(b);
-    LaunchCompleteBuckets();
-    {
-      WaitTimer timer(&exposed_seconds_, context_.timeline, "wait sparse allreduce");
-      HERD_RETURN_IF_ERROR(queue_.Drain(Deadline::After(context_.timeout)));
-    }
-    Timeline::Span span(context_.timeline, "update", Timeline::Lane::kCompute);
-    for (int t = 0; t < static_cast<int>(context_.tensors.size()); ++t) {
-      optimizer_.Step(t, buckets_.GradOf(t));
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status Flush() override { return queue_.Drain(Deadline::After(context_.timeout)); }
-
- private:
-  // Buckets go out in bucket order only, so every rank submits the same sequence. A bucket's
-  // buffer and residual are not touched by this thread until EndBackward has drained the queue.
-  void LaunchCompleteBuckets() {
-    while (next_launch_ < buckets_.buckets() && buckets_.Complete(next_launch_)) {
-      const int b = next_launch_++;
-      sparse::SparseAllReduceOptions o;
-      o.comm = context_.comm;
-      o.tag = static_cast<uint32_t>(b);
-      o.timeout = context_.timeout;
-      o.data = buckets_.data(b);
-      o.residual = residuals_[b].data();
-      o.count = buckets_.count(b);
-      o.density = density_;
-      o.teams = teams_;
-      o.bsag = &bsag_[b];
-      const bool spardl = spardl_;
-      queue_.Submit(absl::StrFormat("%s bucket %d", mode(), b), [o, spardl] {
-        return spardl ? sparse::SparDLAllReduce(o) : sparse::TopkAllGatherAllReduce(o);
-      });
-    }
-  }
-
-  ExecutorContext context_;
-  const bool spardl_;
-  const int teams_;
-  const double density_;
-  FusedBuckets buckets_;
-  std::vector<std::vector<float>> residuals_;  // per bucket, carried across iterations
-  std::vector<sparse::BsagState> bsag_;        // per bucket
-  LocalOptimizer optimizer_;
-  CommQueue queue_;  // last: its destructor drains the queue while the buffers still exist
-  int next_launch_ = 0;
-};
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Executor>> MakeSparseExecutor(const ExecutorContext& context) {
@@ -149,7 +60,39 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeSparseExecutor(const ExecutorConte
   if (mode == "sparse") {
     HERD_ASSIGN_OR_RETURN(teams, TeamsOf(context));
   }
-  return std::unique_ptr<Executor>(new SparseExecutor(context, mode == "sparse", teams));
+  const bool spardl = mode == "sparse";
+  const double d = density > 0 ? density : kDefaultDensity;
+  // Per bucket, carried across iterations: the residual (what this worker has not delivered
+  // yet) and, for B-SAG, its extra top-k state.
+  struct State {
+    std::vector<std::vector<float>> residuals;
+    std::vector<sparse::BsagState> bsag;
+  };
+  auto state = std::make_shared<State>();
+  BucketReduction r;
+  r.mode = mode;
+  r.description = spardl ? absl::StrFormat("density %g, %d teams", d, teams)
+                         : absl::StrFormat("density %g", d);
+  r.prepare = [state](const FusedBuckets& buckets) {
+    for (int b = 0; b < buckets.buckets(); ++b) state->residuals.emplace_back(buckets.count(b), 0.0f);
+    state->bsag.resize(buckets.buckets());
+  };
+  r.make_op = [context, state, spardl, d, teams](int b, float* data, size_t count, int64_t) {
+    sparse::SparseAllReduceOptions o;
+    o.comm = context.comm;
+    o.tag = static_cast<uint32_t>(b);
+    o.timeout = context.timeout;
+    o.data = data;
+    o.residual = state->residuals[b].data();
+    o.count = count;
+    o.density = d;
+    o.teams = teams;
+    o.bsag = &state->bsag[b];
+    return std::function<absl::Status()>([o, spardl, state] {
+      return spardl ? sparse::SparDLAllReduce(o) : sparse::TopkAllGatherAllReduce(o);
+    });
+  };
+  return MakeBucketReduceExecutor(context, std::move(r));
 }
 
 }  // namespace herd::worker
