@@ -10,8 +10,8 @@
 
 #include "absl/status/statusor.h"
 #include "algorithms/compression/compressor.h"
+#include "algorithms/optim/optimizer.h"
 #include "server/keys.h"
-#include "server/optimizer.h"
 
 namespace herd::v1 {
 class JobSpec;
@@ -19,6 +19,13 @@ class Plan;
 }  // namespace herd::v1
 
 namespace herd::server {
+
+// A shard applies the optimizers every worker uses (algorithms/optim).
+using optim::ApplyOptimizer;
+using optim::OptimizerConfig;
+using optim::OptimizerName;
+using optim::OptimizerSlots;
+using optim::ParseOptimizer;
 
 enum class Mode { kSync, kAsync, kEc };
 std::string ModeName(Mode mode);

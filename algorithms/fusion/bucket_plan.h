@@ -26,8 +26,8 @@ struct Bucket {
 // is a bucket of its own. threshold 0 = one bucket per tensor (zero-sized tensors included).
 // Every tensor is in exactly one bucket, buckets are in order and cover [0, n). Empty input
 // gives no buckets. This is the grouping of the DeAR paper (layers are grouped while their
-// total does not exceed the buffer size x), and what Horovod and PyTorch-DDP do up to
-// whether a bucket may overshoot: here it never does, unless one tensor alone is larger.
+// total does not exceed the buffer size x); a bucket never overshoots the threshold unless
+// one tensor alone is larger.
 std::vector<Bucket> PlanBuckets(std::span<const size_t> tensor_bytes, size_t threshold_bytes);
 
 }  // namespace herd::fusion

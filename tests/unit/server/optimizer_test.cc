@@ -1,11 +1,11 @@
-#include "server/optimizer.h"
+#include "algorithms/optim/optimizer.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
-namespace herd::server {
+namespace herd::optim {
 namespace {
 
 TEST(OptimizerTest, AdamFirstStepMovesByLearningRateTimesSign) {
@@ -35,4 +35,4 @@ TEST(OptimizerTest, ParsesNames) {
 }
 
 }  // namespace
-}  // namespace herd::server
+}  // namespace herd::optim

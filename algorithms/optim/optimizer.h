@@ -1,5 +1,7 @@
 #pragma once
-// The optimizers a shard applies to a key after a round (ps_sync) or a push (ps_async).
+// The optimizers of herd, on flat fp32 buffers: what a shard applies to a key after a round
+// (ps_sync) or a push (ps_async), and what a worker applies after a collective mode averaged
+// its gradients.
 // Weight decay is L2: it is added to the gradient before the step, as in torch.optim.SGD.
 //   sgd:      p -= lr * g
 //   momentum: m = mu * m + g;  p -= lr * m
@@ -12,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace herd::server {
+namespace herd::optim {
 
 struct OptimizerConfig {
   enum class Kind { kSgd, kMomentum, kAdam };
@@ -39,4 +41,4 @@ void ApplyOptimizer(const OptimizerConfig& config, std::span<float> params,
                     std::span<const float> grad, std::span<float> slot0, std::span<float> slot1,
                     int64_t step);
 
-}  // namespace herd::server
+}  // namespace herd::optim

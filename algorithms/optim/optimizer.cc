@@ -1,8 +1,8 @@
-#include "server/optimizer.h"
+#include "algorithms/optim/optimizer.h"
 
 #include <cmath>
 
-namespace herd::server {
+namespace herd::optim {
 
 absl::StatusOr<OptimizerConfig::Kind> ParseOptimizer(const std::string& name) {
   if (name.empty() || name == "sgd") return OptimizerConfig::Kind::kSgd;
@@ -71,4 +71,4 @@ void ApplyOptimizer(const OptimizerConfig& config, std::span<float> params,
   }
 }
 
-}  // namespace herd::server
+}  // namespace herd::optim

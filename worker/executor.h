@@ -1,0 +1,101 @@
+#pragma once
+// The mode executor: what a worker runs each iteration to turn local gradients into updated
+// parameters. One implementation per mode (worker/executors/); the training loop (the torch
+// adapter, or the profile replay of the benchmarks) drives every mode through these calls:
+//
+//   BeginIteration(i)
+//   BeforeForward(t)      for each tensor, in forward order, before the module using it runs
+//   GradientReady(t, g)   for each tensor, as backward produces its gradient
+//   EndBackward()         backward finished
+//   ... next iteration ...
+//   Flush()               before the parameters are read (evaluation, checkpoint, mode switch)
+//
+// After EndBackward (allreduce, lp, ps_*) or after the BeforeForward of a tensor in the next
+// iteration (dear) or after Flush (every mode) the tensor's parameters hold the update. All
+// ranks must make the same calls in the same order. Errors (a dead peer, a deadline) leave the
+// executor failed; build a new one for the next plan epoch.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "algorithms/optim/optimizer.h"
+#include "common/timeline.h"
+#include "herd/v1/job.pb.h"
+#include "transport/communicator.h"
+
+namespace herd::worker {
+
+// One tensor of the model: its fp32 parameters in host memory, at an address that stays put for
+// the executor's lifetime (the executor writes the updates there).
+struct ModelTensor {
+  std::string name;
+  float* param = nullptr;
+  size_t count = 0;
+};
+
+struct FusionSettings {
+  size_t threshold_bytes = size_t{4} << 20;  // bucket bound (dear, allreduce, lp)
+  bool tune = false;                         // dear: tune the threshold online (FusionTuner)
+  int tune_trials = 20;
+  int iterations_per_trial = 3;
+  size_t tune_min_bytes = size_t{64} << 10;
+  size_t tune_max_bytes = size_t{64} << 20;
+};
+
+// Everything an executor is built from. Pointers are borrowed and outlive the executor.
+struct ExecutorContext {
+  herd::v1::Plan plan;   // the mode (plan.mode), ranks, peers, teams, shard map, servers
+  int rank = 0;          // this worker's rank
+  transport::Communicator* comm = nullptr;  // the workers' communicator (collective modes)
+  std::vector<ModelTensor> tensors;          // forward (registration) order
+  optim::OptimizerConfig optimizer;          // applied locally by the collective modes
+  FusionSettings fusion;
+  std::chrono::milliseconds timeout{std::chrono::seconds(120)};  // every wait
+  Timeline* timeline = nullptr;              // may be null
+  // Parameter-server modes: how to reach the shards.
+  std::string ps_token;
+  int64_t first_iteration = 0;  // the iteration this executor starts at
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+
+  virtual std::string_view mode() const = 0;
+  virtual absl::Status BeginIteration(int64_t iteration) = 0;
+  virtual absl::Status BeforeForward(int tensor) = 0;
+  // `grad` has the tensor's count values; it is copied before the call returns.
+  virtual absl::Status GradientReady(int tensor, std::span<const float> grad) = 0;
+  virtual absl::Status EndBackward() = 0;
+  virtual absl::Status Flush() = 0;
+
+  // Seconds the caller spent blocked on communication since the last call.
+  double TakeExposedSeconds() {
+    double s = exposed_seconds_;
+    exposed_seconds_ = 0;
+    return s;
+  }
+  // A line for the logs about what the executor settled on (e.g. the tuned threshold).
+  virtual std::string Describe() const { return std::string(mode()); }
+
+ protected:
+  double exposed_seconds_ = 0;
+};
+
+// The executor of `context.plan.mode().mode()`. INVALID_ARGUMENT for a mode no executor runs,
+// or a context the mode cannot use (no communicator for a collective mode, no shards for ps_*).
+absl::StatusOr<std::unique_ptr<Executor>> MakeExecutor(ExecutorContext context);
+
+// Whether a mode runs collectives among the workers (needs a communicator) or talks to the
+// parameter servers.
+bool ModeUsesCommunicator(std::string_view mode);
+bool ModeUsesServers(std::string_view mode);
+
+}  // namespace herd::worker

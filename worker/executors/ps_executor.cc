@@ -1,0 +1,155 @@
+#include "worker/executors/ps_executor.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/status.h"
+#include "absl/strings/str_format.h"
+#include "algorithms/compression/compressor.h"
+#include "server/client/sharded_client.h"
+#include "worker/executors/wait_timer.h"
+#include "worker/local_optimizer.h"
+
+namespace herd::worker {
+namespace {
+
+enum class PsMode { kSync, kAsync, kEc };
+
+class PsExecutor final : public Executor {
+ public:
+  PsExecutor(const ExecutorContext& c, PsMode mode, compression::Compressor compressor,
+             std::unique_ptr<server::ShardedPsClient> client)
+      : context_(c),
+        mode_(mode),
+        compressor_(compressor),
+        client_(std::move(client)),
+        optimizer_(c.optimizer, c.tensors) {
+    for (const ModelTensor& t : c.tensors) {
+      grads_.emplace_back(t.count, 0.0f);
+      answers_.emplace_back(t.count, 0.0f);
+    }
+  }
+
+  // Offers the initial values and, where the shards hold the parameters, adopts theirs.
+  absl::Status Start() {
+    std::vector<std::vector<float>> current;
+    for (const ModelTensor& t : context_.tensors) current.emplace_back(t.param, t.param + t.count);
+    {
+      WaitTimer timer(&exposed_seconds_, context_.timeline, "init keys");
+      HERD_RETURN_IF_ERROR(client_->Init(current));
+    }
+    if (mode_ == PsMode::kEc) return absl::OkStatus();
+    WaitTimer timer(&exposed_seconds_, context_.timeline, "pull");
+    HERD_ASSIGN_OR_RETURN(int64_t version, client_->Pull(0, &answers_));
+    if (mode_ == PsMode::kSync) round_ = version;
+    CopyAnswersToParams();
+    return absl::OkStatus();
+  }
+
+  std::string_view mode() const override {
+    switch (mode_) {
+      case PsMode::kSync:
+        return "ps_sync";
+      case PsMode::kAsync:
+        return "ps_async";
+      case PsMode::kEc:
+        return "ps_ec";
+    }
+    return "ps";
+  }
+  std::string Describe() const override {
+    return absl::StrFormat("%s: %d shards, round %d", mode(), client_->shards(), round_);
+  }
+
+  absl::Status BeginIteration(int64_t iteration) override {
+    for (auto& g : grads_) std::fill(g.begin(), g.end(), 0.0f);
+    return absl::OkStatus();
+  }
+  absl::Status BeforeForward(int tensor) override { return absl::OkStatus(); }
+  absl::Status GradientReady(int tensor, std::span<const float> grad) override {
+    std::memcpy(grads_[tensor].data(), grad.data(),
+                std::min(grad.size(), grads_[tensor].size()) * sizeof(float));
+    return absl::OkStatus();
+  }
+
+  absl::Status EndBackward() override {
+    WaitTimer timer(&exposed_seconds_, context_.timeline, "push-pull");
+    if (mode_ == PsMode::kEc) {
+      HERD_ASSIGN_OR_RETURN(int64_t version,
+                            client_->PushPullCompressed(compressor_, round_, grads_, &answers_));
+      round_ = version;
+      // The shards answer the sum of the M workers' gradients; the update uses their mean.
+      const float scale = 1.0f / static_cast<float>(std::max(1, context_.plan.world_size()));
+      for (size_t t = 0; t < answers_.size(); ++t) {
+        for (float& v : answers_[t]) v *= scale;
+        optimizer_.Step(static_cast<int>(t), answers_[t]);
+      }
+      return absl::OkStatus();
+    }
+    HERD_ASSIGN_OR_RETURN(int64_t version, client_->PushPull(round_, grads_, &answers_));
+    // ps_sync: the next round is the version the shards reached; ps_async: the worker's clock.
+    round_ = mode_ == PsMode::kSync ? version : round_ + 1;
+    CopyAnswersToParams();
+    return absl::OkStatus();
+  }
+
+  absl::Status Flush() override { return absl::OkStatus(); }
+
+ private:
+  void CopyAnswersToParams() {
+    for (size_t t = 0; t < answers_.size(); ++t) {
+      std::memcpy(context_.tensors[t].param, answers_[t].data(),
+                  context_.tensors[t].count * sizeof(float));
+    }
+  }
+
+  ExecutorContext context_;
+  PsMode mode_;
+  compression::Compressor compressor_;
+  std::unique_ptr<server::ShardedPsClient> client_;
+  LocalOptimizer optimizer_;
+  std::vector<std::vector<float>> grads_;
+  std::vector<std::vector<float>> answers_;
+  int64_t round_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Executor>> MakePsExecutor(const ExecutorContext& context) {
+  const herd::v1::Plan& plan = context.plan;
+  const std::string& name = plan.mode().mode();
+  PsMode mode = name == "ps_async" ? PsMode::kAsync : name == "ps_ec" ? PsMode::kEc : PsMode::kSync;
+  if (plan.servers_size() == 0 || plan.shards_size() == 0) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "mode %s needs parameter servers, but the plan of job '%s' lists none", name, plan.job()));
+  }
+  server::ShardedOptions o;
+  o.job = plan.job();
+  o.worker = context.rank;
+  o.async = mode == PsMode::kAsync;
+  o.client.token = context.ps_token;
+  o.client.call_timeout = context.timeout;
+  for (const auto& m : plan.servers()) {
+    if (m.address().empty()) {
+      return absl::UnavailableError(
+          absl::StrFormat("shard %d of job '%s' has not registered an address", m.rank(), plan.job()));
+    }
+    o.addresses.push_back(m.address());
+  }
+  for (const auto& e : plan.shards()) {
+    o.chunks.push_back({server::KeyId{e.tensor(), e.chunk()}, e.offset(), e.count(), e.server()});
+  }
+  compression::Compressor compressor = compression::Compressor::kMinMaxUInt8;
+  if (mode == PsMode::kEc) {
+    HERD_ASSIGN_OR_RETURN(compressor, compression::ParseCompressor(plan.mode().compressor().empty()
+                                                                       ? "minmax_uint8"
+                                                                       : plan.mode().compressor()));
+  }
+  HERD_ASSIGN_OR_RETURN(std::unique_ptr<server::ShardedPsClient> client,
+                        server::ShardedPsClient::Connect(std::move(o)));
+  auto executor = std::make_unique<PsExecutor>(context, mode, compressor, std::move(client));
+  HERD_RETURN_IF_ERROR(executor->Start());
+  return std::unique_ptr<Executor>(std::move(executor));
+}
+
+}  // namespace herd::worker

@@ -1,0 +1,31 @@
+#pragma once
+// The optimizer a worker applies to its own copy of the model after a collective mode averaged
+// the gradients (every rank applies the same update to the same parameters, so the replicas
+// stay identical). State (momentum, Adam moments, step) per tensor.
+
+#include <span>
+#include <vector>
+
+#include "algorithms/optim/optimizer.h"
+#include "worker/executor.h"
+
+namespace herd::worker {
+
+class LocalOptimizer {
+ public:
+  LocalOptimizer(optim::OptimizerConfig config, const std::vector<ModelTensor>& tensors);
+  // One step of tensor `t` with gradient `grad` (t's count values).
+  void Step(int t, std::span<const float> grad);
+
+ private:
+  struct State {
+    float* param;
+    size_t count;
+    std::vector<float> slot0, slot1;
+    int64_t step = 0;
+  };
+  optim::OptimizerConfig config_;
+  std::vector<State> states_;
+};
+
+}  // namespace herd::worker
