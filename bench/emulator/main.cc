@@ -2,9 +2,11 @@
 //   herd-emu probe --probe allreduce --ranks 4 --rate 1gbit --bytes 64M
 //       builds a cluster, runs the probe (probe.h) in it, prints the measured time beside the
 //       time the link rate allows, and tears the cluster down;
+//   herd-emu dear --models resnet50,bert-base --rates 1gbit,10gbit --ranks 4
+//       the DeAR replay benchmark (dear_replay.h);
 //   herd-emu cleanup [--all]
 //       removes namespaces left by emulator processes that died (--all: every herd-emu one);
-//   herd-emu probe-rank ...  (hidden) one rank of a probe, started by `probe`.
+//   herd-emu probe-rank / dear-rank ...  (hidden) one rank, started by `probe` / `dear`.
 
 #include <unistd.h>
 
@@ -14,10 +16,13 @@
 #include <string>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "bench/emulator/cluster.h"
+#include "bench/emulator/dear_replay.h"
 #include "bench/emulator/measure.h"
 #include "bench/emulator/probe.h"
 #include "bench/emulator/rate.h"
+#include "bench/emulator/replay_rank.h"
 #include "bench/process_group.h"
 #include "bench/sizes.h"
 
@@ -78,6 +83,28 @@ int Cleanup(bool all) {
   return 0;
 }
 
+int Dear(DearBenchOptions o, const std::string& models, const std::string& rates,
+         const std::string& threshold, const std::string& grid) {
+  o.models = absl::StrSplit(models, ',', absl::SkipEmpty());
+  o.rates.clear();
+  for (absl::string_view r : absl::StrSplit(rates, ',', absl::SkipEmpty())) {
+    auto rate = ParseRate(std::string_view(r.data(), r.size()));
+    if (!rate.ok()) return Fail("dear", rate.status());
+    o.rates.push_back(*rate);
+  }
+  auto t = bench::ParseByteSize(threshold);
+  if (!t.ok()) return Fail("dear", t.status());
+  o.threshold = *t;
+  o.grid.clear();
+  if (grid != "none") {
+    auto g = bench::ParseByteSizeList(grid);
+    if (!g.ok()) return Fail("dear", g.status());
+    o.grid.assign(g->begin(), g->end());
+  }
+  o.exe = SelfExe();
+  return RunDearBench(o);
+}
+
 }  // namespace
 }  // namespace herd::emulator
 
@@ -121,9 +148,83 @@ int main(int argc, char** argv) {
   rank->add_option("--warmup", probe.warmup);
   rank->add_option("--timeout", timeout_s);
 
+  herd::emulator::DearBenchOptions dear_options;
+  std::string models = "resnet50,bert-base", rates = "1gbit", threshold = "25M",
+              grid = "64K,256K,1M,4M,16M,64M";
+  CLI::App* dear = app.add_subcommand(
+      "dear",
+      "DeAR replay: WFBP, DeAR with a fixed threshold, a grid of thresholds and the tuner on "
+      "replayed ResNet-50 / BERT-Base iterations in an emulated cluster, beside eq. 6-9 of the "
+      "DeAR paper");
+  dear->add_option("--models", models, "Comma-separated: resnet50, bert-base")
+      ->capture_default_str();
+  dear->add_option("--rates", rates, "Comma-separated link rates")->capture_default_str();
+  dear->add_option("--dilate", dear_options.dilate,
+                   "Run the links at rate/D and the compute D times slower; report times / D")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  dear->add_option("--ranks", dear_options.ranks, "Ranks")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  dear->add_option("--compute-scale", dear_options.compute_scale,
+                   "Multiply the models' compute times (1: the paper's GPUs)")
+      ->check(CLI::Range(0.0, 1000.0))
+      ->capture_default_str();
+  dear->add_option("--threshold", threshold, "The fixed fusion threshold")->capture_default_str();
+  dear->add_option("--grid", grid,
+                   "DeAR thresholds to measure besides the fixed one (none: no grid)")
+      ->capture_default_str();
+  dear->add_option("--rounds", dear_options.rounds,
+                   "Interleaved rounds over the configurations; the median round counts")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  dear->add_option("--warmup", dear_options.warmup,
+                   "Untimed iterations per configuration and round")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  dear->add_option("--iters", dear_options.iters, "Measured iterations per configuration and round")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  dear->add_option("--tune-trials", dear_options.tune_trials, "Tuner trial budget")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  dear->add_option("--iterations-per-trial", dear_options.iterations_per_trial,
+                   "Measured iterations per tuner trial")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  dear->add_option("--timeout", dear_options.timeout_s, "Seconds per configuration")
+      ->capture_default_str();
+  bool no_tune = false;
+  dear->add_flag("--no-tune", no_tune, "Leave out dear with the online tuner");
+  dear->add_flag("--json", dear_options.json, "One JSON line per model and rate");
+
+  herd::emulator::ReplayRankOptions replay;
+  CLI::App* dear_rank = app.add_subcommand("dear-rank", "one rank of the DeAR replay");
+  dear_rank->group("");
+  dear_rank->add_option("--rank", replay.rank)->required();
+  dear_rank->add_option("--ranks", replay.ranks)->required()->check(CLI::Range(1, 4096));
+  dear_rank->add_option("--store", replay.store_dir)->required();
+  dear_rank->add_option("--model", replay.model)->required();
+  dear_rank->add_option("--configs", replay.configs)->required();
+  dear_rank->add_option("--compute-scale", replay.compute_scale);
+  dear_rank->add_option("--rounds", replay.replay.rounds);
+  dear_rank->add_option("--tune-trials", replay.replay.tune_trials);
+  dear_rank->add_option("--iterations-per-trial", replay.replay.iterations_per_trial);
+  dear_rank->add_option("--warmup", replay.replay.warmup);
+  dear_rank->add_option("--iters", replay.replay.iters);
+  dear_rank->add_option("--timeout", timeout_s);
+
   CLI11_PARSE(app, argc, argv);
   probe.timeout = std::chrono::seconds(timeout_s);
   if (cleanup->parsed()) return herd::emulator::Cleanup(all);
   if (rank->parsed()) return herd::emulator::RunProbeRank(probe);
+  if (dear->parsed()) {
+    dear_options.tune = !no_tune;
+    return herd::emulator::Dear(dear_options, models, rates, threshold, grid);
+  }
+  if (dear_rank->parsed()) {
+    replay.replay.timeout = std::chrono::seconds(timeout_s);
+    return herd::emulator::RunReplayRank(replay);
+  }
   return herd::emulator::Probe(probe, rate, bytes, json);
 }

@@ -1,7 +1,6 @@
 #include "bench/emulator/measure.h"
 
 #include <cstdio>
-#include <optional>
 
 #include "absl/strings/str_format.h"
 #include "bench/emulator/temp_dir.h"
@@ -10,27 +9,27 @@
 
 namespace herd::emulator {
 
-absl::StatusOr<ProbeResult> MeasureInCluster(const Cluster& cluster, const std::string& exe,
-                                             ProbeOptions probe) {
+absl::StatusOr<std::vector<std::string>> RunInCluster(const Cluster& cluster,
+                                                      const std::string& label,
+                                                      const std::vector<std::string>& argv,
+                                                      std::chrono::seconds silence_timeout) {
   HERD_ASSIGN_OR_RETURN(TempDir store, TempDir::Create("herd-emu-store"));
   std::vector<bench::ChildSpec> children;
   for (int r = 0; r < cluster.ranks(); ++r) {
-    children.push_back(cluster.Launch(
-        r, absl::StrFormat("%s rank %d", probe.probe, r),
-        {exe, "probe-rank", "--probe", probe.probe, "--rank", absl::StrFormat("%d", r), "--ranks",
-         absl::StrFormat("%d", cluster.ranks()), "--store", store.path(), "--bytes",
-         absl::StrFormat("%d", probe.bytes), "--iters", absl::StrFormat("%d", probe.iters),
-         "--warmup", absl::StrFormat("%d", probe.warmup), "--timeout",
-         absl::StrFormat("%d", probe.timeout.count())}));
+    std::vector<std::string> args = argv;
+    for (std::string a :
+         {std::string("--rank"), absl::StrFormat("%d", r), std::string("--ranks"),
+          absl::StrFormat("%d", cluster.ranks()), std::string("--store"), store.path()}) {
+      args.push_back(std::move(a));
+    }
+    children.push_back(cluster.Launch(r, absl::StrFormat("%s rank %d", label, r), args));
   }
   bench::RunOptions run;
-  // The probes print nothing until they are done: the silence timeout is the probe's own.
-  run.silence_timeout = probe.timeout + std::chrono::seconds(30);
-  std::optional<absl::StatusOr<ProbeResult>> result;
+  run.silence_timeout = silence_timeout;
+  std::vector<std::string> results;
   run.on_stdout_line = [&](size_t child, std::string_view line) {
-    // Only rank 0's JSON line is the result; anything else it prints is passed on.
-    if (child == 0 && !result.has_value() && line.starts_with("{")) {
-      result = ParseProbeResult(line);
+    if (child == 0 && line.starts_with("{")) {
+      results.emplace_back(line);
     } else {
       std::fprintf(stderr, "[%s] %.*s\n", children[child].label.c_str(),
                    static_cast<int>(line.size()), line.data());
@@ -39,13 +38,26 @@ absl::StatusOr<ProbeResult> MeasureInCluster(const Cluster& cluster, const std::
   HERD_ASSIGN_OR_RETURN(const bench::GroupOutcome outcome, bench::RunProcessGroup(children, run));
   if (!outcome.ok()) {
     return absl::InternalError(
-        absl::StrFormat("%s probe in the emulated cluster: %s", probe.probe, outcome.Describe()));
+        absl::StrFormat("%s in the emulated cluster: %s", label, outcome.Describe()));
   }
-  if (!result.has_value()) {
-    return absl::InternalError(
-        absl::StrFormat("%s probe: rank 0 exited without a result line", probe.probe));
+  if (results.empty()) {
+    return absl::InternalError(absl::StrFormat("%s: rank 0 exited without a result line", label));
   }
-  return *result;
+  return results;
+}
+
+absl::StatusOr<ProbeResult> MeasureInCluster(const Cluster& cluster, const std::string& exe,
+                                             ProbeOptions probe) {
+  // The probes print nothing until they are done: the silence timeout is the probe's own.
+  HERD_ASSIGN_OR_RETURN(const std::vector<std::string> lines,
+                        RunInCluster(cluster, probe.probe,
+                                     {exe, "probe-rank", "--probe", probe.probe, "--bytes",
+                                      absl::StrFormat("%d", probe.bytes), "--iters",
+                                      absl::StrFormat("%d", probe.iters), "--warmup",
+                                      absl::StrFormat("%d", probe.warmup), "--timeout",
+                                      absl::StrFormat("%d", probe.timeout.count())},
+                                     probe.timeout + std::chrono::seconds(30)));
+  return ParseProbeResult(lines.front());
 }
 
 }  // namespace herd::emulator
