@@ -81,12 +81,30 @@ struct Row {
   std::string model, rate;
   PhaseTimes t;            // nominal compute, measured communication
   double link_half_s = 0;  // the link-bound t_rs = t_ag (eq. 3-4 with alpha = 0)
-  ReplayResult wfbp, dear_fixed;
+  ReplayResult ar_comm, dear_comm, wfbp, dear_fixed;
   std::optional<ReplayResult> tuned;
-  size_t best_grid_threshold = 0;
-  double best_grid_s = 0;
-  std::vector<std::pair<size_t, double>> grid;
+  std::vector<ReplayResult> grid;  // the fixed threshold's run included, by threshold
+  size_t best = 0;                 // index in grid of the fastest threshold
+  const ReplayResult& best_grid() const { return grid[best]; }
 };
+
+// The median over rounds of a's iteration time minus b's: rounds with the same index ran back
+// to back, so slow phases of the machine cancel out of each difference.
+double PairedGain(const ReplayResult& a, const ReplayResult& b) {
+  std::vector<double> d;
+  for (size_t i = 0; i < a.round_iter_s.size() && i < b.round_iter_s.size(); ++i) {
+    d.push_back(a.round_iter_s[i] - b.round_iter_s[i]);
+  }
+  if (d.empty()) return a.iter_s - b.iter_s;
+  std::sort(d.begin(), d.end());
+  return d.size() % 2 ? d[d.size() / 2] : 0.5 * (d[d.size() / 2 - 1] + d[d.size() / 2]);
+}
+
+std::string Spread(const ReplayResult& r) {
+  if (r.round_iter_s.empty()) return "";
+  const auto [lo, hi] = std::minmax_element(r.round_iter_s.begin(), r.round_iter_s.end());
+  return absl::StrFormat("(rounds %.0f..%.0f)", Ms(*lo), Ms(*hi));
+}
 
 void PrintRow(const DearBenchOptions& o, const Row& r) {
   const double eq8 = BaselineIterationTime(r.t), eq7 = DearIterationTime(r.t);
@@ -94,14 +112,17 @@ void PrintRow(const DearBenchOptions& o, const Row& r) {
   const double compute = r.t.ff + r.t.bp;
   const double smax = MaxSpeedup(r.t, o.ranks);
   // DeAR's figure: the tuned run, or without the tuner the best threshold of the grid.
-  const double dear = r.tuned ? r.tuned->iter_s : r.best_grid_s;
-  const double gain = r.wfbp.iter_s - dear;
+  const ReplayResult& dear = r.tuned ? *r.tuned : r.best_grid();
+  const double gain_fixed = PairedGain(r.wfbp, r.dear_fixed);
+  const double gain_best = PairedGain(r.wfbp, r.best_grid());
+  const double gain = PairedGain(r.wfbp, dear);
   if (o.json) {
     bench::JsonLineWriter w;
     w.Add("model", r.model)
         .Add("rate", r.rate)
         .Add("ranks", o.ranks)
         .Add("dilate", o.dilate)
+        .Add("compute_scale", o.compute_scale)
         .Add("t_ff", r.t.ff)
         .Add("t_bp", r.t.bp)
         .Add("t_rs", r.t.rs)
@@ -111,8 +132,8 @@ void PrintRow(const DearBenchOptions& o, const Row& r) {
         .Add("eq7_dear", eq7)
         .Add("wfbp", r.wfbp.iter_s)
         .Add("dear_fixed", r.dear_fixed.iter_s)
-        .Add("dear_best_grid", r.best_grid_s)
-        .Add("dear_best_grid_threshold", uint64_t{r.best_grid_threshold});
+        .Add("dear_best_grid", r.best_grid().iter_s)
+        .Add("dear_best_grid_threshold", uint64_t{r.best_grid().threshold});
     if (r.tuned) {
       w.Add("dear_tuned", r.tuned->iter_s)
           .Add("dear_tuned_threshold", uint64_t{r.tuned->threshold})
@@ -120,9 +141,11 @@ void PrintRow(const DearBenchOptions& o, const Row& r) {
     }
     w.Add("gain_predicted", predicted)
         .Add("gain_eq9", eq9)
+        .Add("gain_fixed", gain_fixed)
+        .Add("gain_best_grid", gain_best)
         .Add("gain", gain)
         .Add("s_max", smax)
-        .Add("s", o.ranks * compute / dear);
+        .Add("s", o.ranks * compute / dear.iter_s);
     std::printf("%s\n", w.str().c_str());
     std::fflush(stdout);
     return;
@@ -133,34 +156,39 @@ void PrintRow(const DearBenchOptions& o, const Row& r) {
       o.dilate > 1 ? absl::StrFormat(" (dilated %dx)", o.dilate).c_str() : "", o.compute_scale);
   std::printf("compute (nominal): t_ff %.1f ms, t_bp %.1f ms\n", Ms(r.t.ff), Ms(r.t.bp));
   std::printf(
-      "communication alone at %s: t_rs %.1f ms, t_ag %.1f ms, t_ar %.1f ms "
-      "(link-bound t_rs = t_ag = %.1f ms)\n",
-      fixed.c_str(), Ms(r.t.rs), Ms(r.t.ag), Ms(r.t.ar), Ms(r.link_half_s));
-  std::printf("WFBP %-6s       %8.1f ms   eq. 8: %8.1f ms\n", fixed.c_str(), Ms(r.wfbp.iter_s),
-              Ms(eq8));
-  std::printf("DeAR %-6s       %8.1f ms   eq. 7: %8.1f ms\n", fixed.c_str(),
-              Ms(r.dear_fixed.iter_s), Ms(eq7));
-  for (const auto& [threshold, s] : r.grid) {
-    std::printf("DeAR grid %-6s  %8.1f ms\n", Bytes(threshold).c_str(), Ms(s));
+      "communication alone at %s: allreduce %.1f ms, dear %.1f ms (its backward %.1f, "
+      "its forward %.1f); link-bound t_rs = t_ag = %.1f ms\n",
+      fixed.c_str(), Ms(r.ar_comm.iter_s), Ms(r.dear_comm.iter_s),
+      Ms(r.dear_comm.backward_s + r.dear_comm.end_s), Ms(r.dear_comm.forward_s), Ms(r.link_half_s));
+  std::printf("model inputs: t_ar %.1f ms (mean of the two), t_rs = t_ag = %.1f ms\n", Ms(r.t.ar),
+              Ms(r.t.ag));
+  std::printf("WFBP %-6s       %8.1f ms %s   eq. 8: %8.1f ms\n", fixed.c_str(), Ms(r.wfbp.iter_s),
+              Spread(r.wfbp).c_str(), Ms(eq8));
+  std::printf("DeAR %-6s       %8.1f ms %s   eq. 7: %8.1f ms\n", fixed.c_str(),
+              Ms(r.dear_fixed.iter_s), Spread(r.dear_fixed).c_str(), Ms(eq7));
+  for (const ReplayResult& g : r.grid) {
+    std::printf("DeAR grid %-6s  %8.1f ms %s\n", Bytes(g.threshold).c_str(), Ms(g.iter_s),
+                Spread(g).c_str());
   }
   if (r.tuned) {
     std::printf(
-        "DeAR tuned        %8.1f ms   settled on %s after %d trials (%d iterations, "
+        "DeAR tuned        %8.1f ms %s   settled on %s after %d trials (%d iterations, "
         "%.1f s); best grid %s: tuned/best %.3f\n",
-        Ms(r.tuned->iter_s), Bytes(r.tuned->threshold).c_str(), r.tuned->tuner_trials,
-        r.tuned->tuning_iterations, r.tuned->tuning_s, Bytes(r.best_grid_threshold).c_str(),
-        r.tuned->iter_s / r.best_grid_s);
+        Ms(r.tuned->iter_s), Spread(*r.tuned).c_str(), Bytes(r.tuned->threshold).c_str(),
+        r.tuned->tuner_trials, r.tuned->tuning_iterations, r.tuned->tuning_s,
+        Bytes(r.best_grid().threshold).c_str(), r.tuned->iter_s / r.best_grid().iter_s);
   }
   std::printf(
-      "gain over WFBP: predicted eq. 8 - eq. 7 %.1f ms (eq. 9: %.1f ms); measured "
-      "DeAR %s %.1f ms, DeAR %s %.1f ms = %.0f%% of predicted\n",
-      Ms(predicted), Ms(eq9), fixed.c_str(), Ms(r.wfbp.iter_s - r.dear_fixed.iter_s),
-      r.tuned ? "tuned" : "best grid", Ms(gain), 100 * gain / predicted);
+      "gain over WFBP (median of paired rounds): predicted eq. 8 - eq. 7 %.1f ms "
+      "(eq. 9: %.1f ms); DeAR %s %.1f ms (%.0f%%), best grid %s %.1f ms (%.0f%%)",
+      Ms(predicted), Ms(eq9), fixed.c_str(), Ms(gain_fixed), 100 * gain_fixed / predicted,
+      Bytes(r.best_grid().threshold).c_str(), Ms(gain_best), 100 * gain_best / predicted);
+  if (r.tuned) std::printf(", tuned %.1f ms (%.0f%%)", Ms(gain), 100 * gain / predicted);
   std::printf(
-      "speedup over one worker: S_max (eq. 6) %.2f; measured WFBP %.2f, DeAR %.2f "
+      "\nspeedup over one worker: S_max (eq. 6) %.2f; measured WFBP %.2f, DeAR %s %.2f "
       "(%.0f%% of S_max)\n",
-      smax, o.ranks * compute / r.wfbp.iter_s, o.ranks * compute / dear,
-      100 * o.ranks * compute / dear / smax);
+      smax, o.ranks * compute / r.wfbp.iter_s, r.tuned ? "tuned" : "best grid",
+      o.ranks * compute / dear.iter_s, 100 * o.ranks * compute / dear.iter_s / smax);
   std::fflush(stdout);
 }
 
@@ -185,23 +213,24 @@ absl::StatusOr<Row> MeasureModel(const DearBenchOptions& o, const Cluster& clust
   row.t.bp = model.backward_s();
   row.link_half_s = RingHalfSeconds(4.0 * model.parameters(), o.ranks,
                                     static_cast<double>(cluster.rate_bits_per_s()) * o.dilate);
-  row.t.ar = r[0].iter_s;
-  row.t.ag = r[1].forward_s;
-  row.t.rs = r[1].backward_s + r[1].end_s;
+  row.ar_comm = r[0];
+  row.dear_comm = r[1];
+  // Both communication-only runs move every gradient through one RS and one AG: their mean is
+  // t_ar with half the noise. The ring's halves move the same bytes in the same steps, so
+  // t_rs = t_ag = t_ar / 2 (eq. 3-4); dear's own split is skewed by what else its two phases
+  // do (gradient copies in backward, optimizer steps in forward) and only printed.
+  row.t.ar = 0.5 * (r[0].iter_s + r[1].iter_s);
+  row.t.rs = row.t.ag = 0.5 * row.t.ar;
   row.wfbp = r[2];
   row.dear_fixed = r[3];
   if (o.tune) row.tuned = r[4];
-  row.best_grid_threshold = o.threshold;
-  row.best_grid_s = row.dear_fixed.iter_s;
-  row.grid.push_back({o.threshold, row.dear_fixed.iter_s});
-  for (size_t i = grid_begin; i < r.size(); ++i) {
-    row.grid.push_back({r[i].threshold, r[i].iter_s});
-    if (r[i].iter_s < row.best_grid_s) {
-      row.best_grid_s = r[i].iter_s;
-      row.best_grid_threshold = r[i].threshold;
-    }
+  row.grid.push_back(row.dear_fixed);
+  for (size_t i = grid_begin; i < r.size(); ++i) row.grid.push_back(r[i]);
+  std::sort(row.grid.begin(), row.grid.end(),
+            [](const ReplayResult& a, const ReplayResult& b) { return a.threshold < b.threshold; });
+  for (size_t i = 0; i < row.grid.size(); ++i) {
+    if (row.grid[i].iter_s < row.grid[row.best].iter_s) row.best = i;
   }
-  std::sort(row.grid.begin(), row.grid.end());
   return row;
 }
 

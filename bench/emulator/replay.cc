@@ -5,7 +5,10 @@
 #include <memory>
 #include <vector>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "algorithms/collectives/allreduce.h"
 #include "bench/emulator/pacer.h"
@@ -247,6 +250,7 @@ absl::StatusOr<std::vector<ReplayResult>> RunReplay(transport::Communicator& com
     }
   }
   for (size_t i = 0; i < o.configs.size(); ++i) {
+    for (const std::vector<double>& v : rounds[i]) results[i].round_iter_s.push_back(v[0]);
     // The round with the median iteration time, phases and all (they belong together).
     auto& r = rounds[i];
     std::sort(r.begin(), r.end(), [](const auto& a, const auto& b) { return a[0] < b[0]; });
@@ -273,6 +277,10 @@ std::string ToJsonLine(const ReplayResult& r) {
       .Add("tuning_iterations", r.tuning_iterations)
       .Add("tuning_s", r.tuning_s)
       .Add("describe", r.describe)
+      .Add("round_iter_s", absl::StrJoin(r.round_iter_s, ",",
+                                         [](std::string* out, double v) {
+                                           absl::StrAppend(out, absl::StrFormat("%.6f", v));
+                                         }))
       .str();
 }
 
@@ -290,6 +298,14 @@ absl::StatusOr<ReplayResult> ParseReplayResult(std::string_view line) {
   HERD_ASSIGN_OR_RETURN(const double tuning_iterations, bench::GetNumber(o, "tuning_iterations"));
   HERD_ASSIGN_OR_RETURN(r.tuning_s, bench::GetNumber(o, "tuning_s"));
   HERD_ASSIGN_OR_RETURN(r.describe, bench::GetString(o, "describe"));
+  HERD_ASSIGN_OR_RETURN(const std::string rounds, bench::GetString(o, "round_iter_s"));
+  for (absl::string_view v : absl::StrSplit(rounds, ',', absl::SkipEmpty())) {
+    double d = 0;
+    if (!absl::SimpleAtod(v, &d)) {
+      return absl::InvalidArgumentError("replay result: bad round time '" + std::string(v) + "'");
+    }
+    r.round_iter_s.push_back(d);
+  }
   r.threshold = static_cast<size_t>(threshold);
   r.tuner_trials = static_cast<int>(trials);
   r.tuning_iterations = static_cast<int>(tuning_iterations);

@@ -65,6 +65,9 @@ struct ReplayResult {
   int tuning_iterations = 0;
   double tuning_s = 0;   // tuned: wall time of the tuning phase
   std::string describe;  // the executor's own summary
+  // Every round's iteration time, in round order: rounds of different configurations with the
+  // same index ran back to back, so their differences pair up (less noise than medians).
+  std::vector<double> round_iter_s;
 };
 
 // One result per configuration, in order. Times are per iteration, the maximum over the ranks

@@ -96,6 +96,14 @@ TEST(ReplayTest, IterationsTakeTheirComputeTimeWithoutANetworkLimit) {
   EXPECT_LE(r[3].tuner_trials, 4);
   EXPECT_GE(r[3].threshold, 1024u);
   EXPECT_LE(r[3].threshold, 1u << 20);
+  EXPECT_EQ(r[0].round_iter_s.size(), 2u);
+  auto back = ParseReplayResult(ToJsonLine(r[3]));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->config, "dear:tune");
+  EXPECT_EQ(back->threshold, r[3].threshold);
+  EXPECT_EQ(back->tuner_trials, r[3].tuner_trials);
+  ASSERT_EQ(back->round_iter_s.size(), 2u);
+  EXPECT_NEAR(back->round_iter_s[1], r[3].round_iter_s[1], 1e-6);
   // Every rank reports the same agreed numbers (the maximum over ranks).
   EXPECT_EQ(results[1][0].iter_s, r[0].iter_s);
   EXPECT_EQ(results[2][3].threshold, r[3].threshold);
