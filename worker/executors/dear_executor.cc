@@ -93,7 +93,9 @@ class DearExecutor final : public Executor {
     gathering_ = true;
     next_update_ = 0;
     ag_tickets_.assign(buckets_->buckets(), 0);
-    LaunchAllGather(0);
+    // Every all-gather goes out now, in forward order: the communication thread runs them back
+    // to back while the forward consumes them (see dear_executor.h for why not one ahead).
+    for (int f = 0; f < buckets_->buckets(); ++f) LaunchAllGather(f);
     return absl::OkStatus();
   }
 
@@ -138,8 +140,8 @@ class DearExecutor final : public Executor {
                                    [o] { return collectives::RingAllGather(o); });
   }
 
-  // Waits for the all-gathers of forward buckets up to f and applies their updates; then starts
-  // the all-gather of the bucket after f (FeedPipe: it overlaps bucket f's forward).
+  // Waits for the all-gathers of forward buckets up to f and applies their updates. (Launching is
+  // idempotent: EndBackward has started them all.)
   absl::Status CompleteThrough(int f) {
     while (next_update_ <= f) {
       const int g = next_update_;

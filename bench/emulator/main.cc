@@ -1,0 +1,230 @@
+// herd-emu: the cluster emulator's command line (bench/emulator/cluster.h).
+//   herd-emu probe --probe allreduce --ranks 4 --rate 1gbit --bytes 64M
+//       builds a cluster, runs the probe (probe.h) in it, prints the measured time beside the
+//       time the link rate allows, and tears the cluster down;
+//   herd-emu dear --models resnet50,bert-base --rates 1gbit,10gbit --ranks 4
+//       the DeAR replay benchmark (dear_replay.h);
+//   herd-emu cleanup [--all]
+//       removes namespaces left by emulator processes that died (--all: every herd-emu one);
+//   herd-emu probe-rank / dear-rank ...  (hidden) one rank, started by `probe` / `dear`.
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <climits>
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "bench/emulator/cluster.h"
+#include "bench/emulator/dear_replay.h"
+#include "bench/emulator/measure.h"
+#include "bench/emulator/probe.h"
+#include "bench/emulator/rate.h"
+#include "bench/emulator/replay_rank.h"
+#include "bench/process_group.h"
+#include "bench/sizes.h"
+
+namespace herd::emulator {
+namespace {
+
+std::string SelfExe() {
+  char buf[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "herd-emu";
+}
+
+int Fail(const std::string& what, const absl::Status& st) {
+  std::fprintf(stderr, "herd-emu %s: %s\n", what.c_str(), std::string(st.message()).c_str());
+  return 1;
+}
+
+// The time the probe would take if its payload moved at exactly `rate`: a stream moves
+// bytes x iters over one link; the ring all-reduce sends 2 (P-1)/P x bytes per rank, each
+// rank's link busy the whole time (eq. 5 of the DeAR paper with alpha = 0).
+double IdealSeconds(const ProbeResult& r, uint64_t rate) {
+  const double bits = 8.0 * static_cast<double>(r.bytes);
+  if (r.probe == "stream") return bits * r.iters / static_cast<double>(rate);
+  return 2.0 * (r.ranks - 1) / r.ranks * bits / static_cast<double>(rate);
+}
+
+int Probe(ProbeOptions probe, const std::string& rate_text, const std::string& bytes_text,
+          bool json) {
+  auto rate = ParseRate(rate_text);
+  if (!rate.ok()) return Fail("probe", rate.status());
+  auto bytes = bench::ParseByteSize(bytes_text);
+  if (!bytes.ok()) return Fail("probe", bytes.status());
+  probe.bytes = *bytes;
+  bench::InstallInterruptHandlers();
+  auto cluster = Cluster::Create(probe.ranks, *rate);
+  if (!cluster.ok()) return Fail("probe", cluster.status());
+  auto result = MeasureInCluster(**cluster, SelfExe(), probe);
+  if (!result.ok()) return Fail("probe", result.status());
+  const double ideal = IdealSeconds(*result, *rate);
+  if (json) {
+    std::printf("%s\n", ToJsonLine(*result).c_str());
+  } else {
+    std::printf(
+        "%s, %d ranks, %s each, link %s: %.4f s measured, %.4f s at the link rate "
+        "(measured/ideal %.3f)\n",
+        result->probe.c_str(), result->ranks, bench::FormatByteSize(result->bytes).c_str(),
+        FormatRate(*rate).c_str(), result->seconds, ideal, result->seconds / ideal);
+  }
+  return 0;
+}
+
+int Cleanup(bool all) {
+  std::vector<std::string> removed;
+  absl::Status st = Cluster::CleanupLeftovers(all, &removed);
+  for (const std::string& name : removed) std::printf("removed %s\n", name.c_str());
+  if (!st.ok()) return Fail("cleanup", st);
+  if (removed.empty()) std::printf("nothing to remove\n");
+  return 0;
+}
+
+int Dear(DearBenchOptions o, const std::string& models, const std::string& rates,
+         const std::string& threshold, const std::string& grid) {
+  o.models = absl::StrSplit(models, ',', absl::SkipEmpty());
+  o.rates.clear();
+  for (absl::string_view r : absl::StrSplit(rates, ',', absl::SkipEmpty())) {
+    auto rate = ParseRate(std::string_view(r.data(), r.size()));
+    if (!rate.ok()) return Fail("dear", rate.status());
+    o.rates.push_back(*rate);
+  }
+  auto t = bench::ParseByteSize(threshold);
+  if (!t.ok()) return Fail("dear", t.status());
+  o.threshold = *t;
+  o.grid.clear();
+  if (grid != "none") {
+    auto g = bench::ParseByteSizeList(grid);
+    if (!g.ok()) return Fail("dear", g.status());
+    o.grid.assign(g->begin(), g->end());
+  }
+  o.exe = SelfExe();
+  return RunDearBench(o);
+}
+
+}  // namespace
+}  // namespace herd::emulator
+
+int main(int argc, char** argv) {
+  using herd::emulator::ProbeOptions;
+  CLI::App app{"herd-emu: ranks in network namespaces joined by rate-capped veth links"};
+  app.require_subcommand(1);
+
+  ProbeOptions probe;
+  std::string rate = "1gbit", bytes = "64M";
+  bool json = false;
+  int timeout_s = 300;
+  CLI::App* run = app.add_subcommand("probe", "Measure a stream or an all-reduce in a cluster");
+  run->add_option("--probe", probe.probe, "allreduce | stream")->capture_default_str();
+  run->add_option("--ranks", probe.ranks, "Ranks (namespaces)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  run->add_option("--rate", rate, "Link rate per rank and direction (1gbit, 10gbit, 200mbit)")
+      ->capture_default_str();
+  run->add_option("--bytes", bytes, "Message / vector size (64M, 4K, ...)")->capture_default_str();
+  run->add_option("--iters", probe.iters, "Timed iterations (stream: messages)")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  run->add_option("--warmup", probe.warmup, "Untimed all-reduce rounds first")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  run->add_flag("--json", json, "Print the result as one JSON line");
+
+  bool all = false;
+  CLI::App* cleanup = app.add_subcommand("cleanup", "Remove namespaces left by dead emulators");
+  cleanup->add_flag("--all", all, "Remove every herd-emu-* namespace, also of live processes");
+
+  CLI::App* rank = app.add_subcommand("probe-rank", "one rank of a probe");
+  rank->group("");
+  rank->add_option("--probe", probe.probe)->required();
+  rank->add_option("--rank", probe.rank)->required();
+  rank->add_option("--ranks", probe.ranks)->required()->check(CLI::Range(1, 4096));
+  rank->add_option("--store", probe.store_dir)->required();
+  rank->add_option("--bytes", probe.bytes)->required();
+  rank->add_option("--iters", probe.iters);
+  rank->add_option("--warmup", probe.warmup);
+  rank->add_option("--timeout", timeout_s);
+
+  herd::emulator::DearBenchOptions dear_options;
+  std::string models = "resnet50,bert-base", rates = "1gbit", threshold = "25M",
+              grid = "64K,256K,1M,4M,16M,64M";
+  CLI::App* dear = app.add_subcommand(
+      "dear",
+      "DeAR replay: WFBP, DeAR with a fixed threshold, a grid of thresholds and the tuner on "
+      "replayed ResNet-50 / BERT-Base iterations in an emulated cluster, beside eq. 6-9 of the "
+      "DeAR paper");
+  dear->add_option("--models", models, "Comma-separated: resnet50, bert-base")
+      ->capture_default_str();
+  dear->add_option("--rates", rates, "Comma-separated link rates")->capture_default_str();
+  dear->add_option("--dilate", dear_options.dilate,
+                   "Run the links at rate/D and the compute D times slower; report times / D")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  dear->add_option("--ranks", dear_options.ranks, "Ranks")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  dear->add_option("--compute-scale", dear_options.compute_scale,
+                   "Multiply the models' compute times (1: the paper's GPUs)")
+      ->check(CLI::Range(0.0, 1000.0))
+      ->capture_default_str();
+  dear->add_option("--threshold", threshold, "The fixed fusion threshold")->capture_default_str();
+  dear->add_option("--grid", grid,
+                   "DeAR thresholds to measure besides the fixed one (none: no grid)")
+      ->capture_default_str();
+  dear->add_option("--rounds", dear_options.rounds,
+                   "Interleaved rounds over the configurations; the median round counts")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  dear->add_option("--warmup", dear_options.warmup,
+                   "Untimed iterations per configuration and round")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  dear->add_option("--iters", dear_options.iters, "Measured iterations per configuration and round")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  dear->add_option("--tune-trials", dear_options.tune_trials, "Tuner trial budget")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  dear->add_option("--iterations-per-trial", dear_options.iterations_per_trial,
+                   "Measured iterations per tuner trial")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  dear->add_option("--timeout", dear_options.timeout_s, "Seconds per configuration")
+      ->capture_default_str();
+  bool no_tune = false;
+  dear->add_flag("--no-tune", no_tune, "Leave out dear with the online tuner");
+  dear->add_flag("--json", dear_options.json, "One JSON line per model and rate");
+
+  herd::emulator::ReplayRankOptions replay;
+  CLI::App* dear_rank = app.add_subcommand("dear-rank", "one rank of the DeAR replay");
+  dear_rank->group("");
+  dear_rank->add_option("--rank", replay.rank)->required();
+  dear_rank->add_option("--ranks", replay.ranks)->required()->check(CLI::Range(1, 4096));
+  dear_rank->add_option("--store", replay.store_dir)->required();
+  dear_rank->add_option("--model", replay.model)->required();
+  dear_rank->add_option("--configs", replay.configs)->required();
+  dear_rank->add_option("--compute-scale", replay.compute_scale);
+  dear_rank->add_option("--rounds", replay.replay.rounds);
+  dear_rank->add_option("--tune-trials", replay.replay.tune_trials);
+  dear_rank->add_option("--iterations-per-trial", replay.replay.iterations_per_trial);
+  dear_rank->add_option("--warmup", replay.replay.warmup);
+  dear_rank->add_option("--iters", replay.replay.iters);
+  dear_rank->add_option("--timeout", timeout_s);
+
+  CLI11_PARSE(app, argc, argv);
+  probe.timeout = std::chrono::seconds(timeout_s);
+  if (cleanup->parsed()) return herd::emulator::Cleanup(all);
+  if (rank->parsed()) return herd::emulator::RunProbeRank(probe);
+  if (dear->parsed()) {
+    dear_options.tune = !no_tune;
+    return herd::emulator::Dear(dear_options, models, rates, threshold, grid);
+  }
+  if (dear_rank->parsed()) {
+    replay.replay.timeout = std::chrono::seconds(timeout_s);
+    return herd::emulator::RunReplayRank(replay);
+  }
+  return herd::emulator::Probe(probe, rate, bytes, json);
+}
