@@ -2,6 +2,9 @@
 //   herd-emu probe --probe allreduce --ranks 4 --rate 1gbit --bytes 64M
 //       builds a cluster, runs the probe (probe.h) in it, prints the measured time beside the
 //       time the link rate allows, and tears the cluster down;
+//   herd-emu probe --probe sparse --density 0.01 --ranks 4 --rate 1gbit --bytes 100M
+//       the same for one mode's per call time (mode_probes.h: ring, sparse, topk_allgather,
+//       clps, decentralized);
 //   herd-emu dear --models resnet50,bert-base --rates 1gbit,10gbit --ranks 4
 //       the DeAR replay benchmark (dear_replay.h);
 //   herd-emu cleanup [--all]
@@ -11,6 +14,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <string>
@@ -40,13 +44,20 @@ int Fail(const std::string& what, const absl::Status& st) {
   return 1;
 }
 
-// The time the probe would take if its payload moved at exactly `rate`: a stream moves
-// bytes x iters over one link; the ring all-reduce sends 2 (P-1)/P x bytes per rank, each
-// rank's link busy the whole time (eq. 5 of the DeAR paper with alpha = 0).
+// The time the probe would take if its payload moved at exactly `rate`, each rank's link busy
+// the whole time (alpha = 0): a stream moves bytes x iters over one link; the ring all-reduce
+// sends 2 (P-1)/P x bytes per rank (eq. 5 of the DeAR paper), clps the same in one byte per
+// value; decentralized sends the whole vector to each ring neighbour. 0 for the sparse probes
+// (their volume depends on how the selections overlap).
 double IdealSeconds(const ProbeResult& r, uint64_t rate) {
   const double bits = 8.0 * static_cast<double>(r.bytes);
-  if (r.probe == "stream") return bits * r.iters / static_cast<double>(rate);
-  return 2.0 * (r.ranks - 1) / r.ranks * bits / static_cast<double>(rate);
+  const double link = static_cast<double>(rate);
+  if (r.probe == "stream") return bits * r.iters / link;
+  const double ring = 2.0 * (r.ranks - 1) / r.ranks * bits / link;
+  if (r.probe == "allreduce" || r.probe == "ring") return ring;
+  if (r.probe == "clps") return ring / 4;
+  if (r.probe == "decentralized") return std::min(r.ranks - 1, 2) * bits / link;
+  return 0;
 }
 
 int Probe(ProbeOptions probe, const std::string& rate_text, const std::string& bytes_text,
@@ -64,6 +75,11 @@ int Probe(ProbeOptions probe, const std::string& rate_text, const std::string& b
   const double ideal = IdealSeconds(*result, *rate);
   if (json) {
     std::printf("%s\n", ToJsonLine(*result).c_str());
+  } else if (ideal == 0) {
+    std::printf("%s (density %g), %d ranks, %s each, link %s: %.4f s measured\n",
+                result->probe.c_str(), result->density, result->ranks,
+                bench::FormatByteSize(result->bytes).c_str(), FormatRate(*rate).c_str(),
+                result->seconds);
   } else {
     std::printf(
         "%s, %d ranks, %s each, link %s: %.4f s measured, %.4f s at the link rate "
@@ -118,7 +134,12 @@ int main(int argc, char** argv) {
   bool json = false;
   int timeout_s = 300;
   CLI::App* run = app.add_subcommand("probe", "Measure a stream or an all-reduce in a cluster");
-  run->add_option("--probe", probe.probe, "allreduce | stream")->capture_default_str();
+  run->add_option("--probe", probe.probe,
+                  "allreduce | stream | ring | sparse | topk_allgather | clps | decentralized")
+      ->capture_default_str();
+  run->add_option("--density", probe.density, "sparse, topk_allgather: fraction delivered")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   run->add_option("--ranks", probe.ranks, "Ranks (namespaces)")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
@@ -146,6 +167,7 @@ int main(int argc, char** argv) {
   rank->add_option("--bytes", probe.bytes)->required();
   rank->add_option("--iters", probe.iters);
   rank->add_option("--warmup", probe.warmup);
+  rank->add_option("--density", probe.density);
   rank->add_option("--timeout", timeout_s);
 
   herd::emulator::DearBenchOptions dear_options;

@@ -54,7 +54,8 @@ absl::StatusOr<ProbeResult> MeasureInCluster(const Cluster& cluster, const std::
                                      {exe, "probe-rank", "--probe", probe.probe, "--bytes",
                                       absl::StrFormat("%d", probe.bytes), "--iters",
                                       absl::StrFormat("%d", probe.iters), "--warmup",
-                                      absl::StrFormat("%d", probe.warmup), "--timeout",
+                                      absl::StrFormat("%d", probe.warmup), "--density",
+                                      absl::StrFormat("%.17g", probe.density), "--timeout",
                                       absl::StrFormat("%d", probe.timeout.count())},
                                      probe.timeout + std::chrono::seconds(30)));
   return ParseProbeResult(lines.front());

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "algorithms/collectives/allreduce.h"
+#include "bench/emulator/mode_probes.h"
 #include "bench/rank_sync.h"
 #include "common/status.h"
 #include "transport/store/store.h"
@@ -98,8 +99,11 @@ int RunProbeRank(const ProbeOptions& o) {
   if (!comm.ok()) return fail(comm.status());
   auto result = o.probe == "stream"      ? Stream(**comm, o)
                 : o.probe == "allreduce" ? AllReduce(**comm, o)
+                : IsModeProbe(o.probe)   ? RunModeProbe(**comm, o)
                                          : absl::InvalidArgumentError(absl::StrFormat(
-                                               "unknown probe '%s' (stream, allreduce)", o.probe));
+                                               "unknown probe '%s' (stream, allreduce, ring, "
+                                               "sparse, topk_allgather, clps, decentralized)",
+                                               o.probe));
   if (!result.ok()) return fail(result.status());
   if (o.rank == 0) {
     std::printf("%s\n", ToJsonLine(*result).c_str());
@@ -116,6 +120,7 @@ std::string ToJsonLine(const ProbeResult& r) {
       .Add("iters", r.iters)
       .Add("seconds", r.seconds)
       .Add("bits_per_s", r.bits_per_s)
+      .Add("density", r.density)
       .str();
 }
 
@@ -128,6 +133,9 @@ absl::StatusOr<ProbeResult> ParseProbeResult(std::string_view line) {
   HERD_ASSIGN_OR_RETURN(const double iters, bench::GetNumber(o, "iters"));
   HERD_ASSIGN_OR_RETURN(r.seconds, bench::GetNumber(o, "seconds"));
   HERD_ASSIGN_OR_RETURN(r.bits_per_s, bench::GetNumber(o, "bits_per_s"));
+  if (o.contains("density")) {
+    HERD_ASSIGN_OR_RETURN(r.density, bench::GetNumber(o, "density"));
+  }
   r.ranks = static_cast<int>(ranks);
   r.bytes = static_cast<size_t>(bytes);
   r.iters = static_cast<int>(iters);
