@@ -90,7 +90,9 @@ TEST(ReplayTest, IterationsTakeTheirComputeTimeWithoutANetworkLimit) {
     EXPECT_LT(r[i].iter_s, 0.2);
     EXPECT_GT(r[i].forward_s, 0.0195);
   }
-  EXPECT_LT(r[2].iter_s, 0.02) << "communication only: no compute";
+  // Communication only: none of the 60 ms of compute is spent (loopback itself takes a few ms,
+  // more on a loaded machine).
+  EXPECT_LT(r[2].iter_s, 0.059) << "communication only: no compute";
   EXPECT_EQ(r[3].config, "dear:tune");
   EXPECT_GE(r[3].tuner_trials, 1);
   EXPECT_LE(r[3].tuner_trials, 4);
