@@ -15,8 +15,14 @@ using transport::Tag;
 
 absl::Status RunSegmentedExchange(const SegmentedExchange& x) {
   transport::Communicator& comm = *x.comm;
+  const std::vector<int>& send_to = x.send_to.empty() ? x.peers : x.send_to;
   const size_t d = x.peers.size(), S = x.segments;
   if (d == 0 || S == 0) return absl::OkStatus();
+  // Sends are waited for in slots of their own, as many as receives.
+  if (send_to.size() != d) {
+    return absl::InternalError(
+        absl::StrFormat("%s: %d receivers but %d senders", x.what, send_to.size(), d));
+  }
   // Slot (k % kWindow, peer i) holds segment k's payload from peers[i].
   auto scratch = std::make_unique_for_overwrite<std::byte[]>(kWindow * d * x.max_recv_bytes);
   auto at = [&](size_t k, size_t i) {
@@ -26,7 +32,8 @@ absl::Status RunSegmentedExchange(const SegmentedExchange& x) {
   auto index = [&](size_t k, size_t i) { return (k % kWindow) * d + i; };
 
   auto post = [&](size_t k) {
-    const Tag tag = Tag::Make(OpKind::kDecentralized, x.tag, static_cast<uint32_t>(k));
+    const Tag tag =
+        Tag::Make(OpKind::kDecentralized, x.tag, static_cast<uint32_t>(x.first_segment_tag + k));
     const size_t n = x.recv_bytes(k);
     // Receives first, so a peer's send finds a posted buffer (rendezvous transports).
     for (size_t i = 0; i < d && n > 0; ++i) {
@@ -34,7 +41,7 @@ absl::Status RunSegmentedExchange(const SegmentedExchange& x) {
     }
     const ConstBytes out = x.prepare(k);
     for (size_t i = 0; i < d && !out.empty(); ++i) {
-      sends[index(k, i)] = comm.isend(x.peers[i], tag, out);
+      sends[index(k, i)] = comm.isend(send_to[i], tag, out);
     }
   };
 

@@ -2,11 +2,12 @@
 // What D_FP_S and D_LP_S share: a segmented, windowed exchange with a fixed set of peers.
 // Internal to algorithms/decentralized.
 //
-// For each segment k = 0..segments-1 this rank sends one payload to every peer and receives
-// one payload from each. Up to `window` segments are in flight: while segment k is finished
-// (reduced, decoded), segments k+1.. are on the wire. All messages carry the tag
-// (kDecentralized, tag, k mod 2^20); two ranks post the same segments in the same order, and
-// messages with equal tags between a pair match in send order, so wrapping is harmless.
+// For each segment k = 0..segments-1 this rank sends one payload to every rank of `send_to`
+// (empty: the ranks of `peers`) and receives one payload from each of `peers`. Up to `window`
+// segments are in flight: while segment k is finished (reduced, decoded), segments k+1.. are
+// on the wire. All messages carry the tag (kDecentralized, tag, (first_segment_tag + k) mod
+// 2^20); two ranks post the same segments in the same order, and messages with equal tags
+// between a pair match in send order, so wrapping is harmless.
 //
 // Order of events for segment k: prepare(k) (the payload, which must stay valid until
 // finish(k) returns), receives and sends posted; later all of them complete, then finish(k)
@@ -33,12 +34,15 @@ inline constexpr size_t kWindow = 4;
 
 struct SegmentedExchange {
   transport::Communicator* comm = nullptr;
-  std::vector<int> peers;  // distinct, not this rank
+  std::vector<int> peers;    // received from: distinct, not this rank
+  std::vector<int> send_to;  // sent to: distinct, not this rank; empty means `peers`
   uint32_t tag = 0;
   Deadline deadline = Deadline::Infinite();
   std::string_view what;  // names the operation in errors
   size_t segments = 0;
-  size_t max_recv_bytes = 0;  // the largest payload of any segment from one peer
+  size_t first_segment_tag = 0;  // segment k is tagged first_segment_tag + k: two exchanges
+                                 // of one call with the same pair of ranks stay apart
+  size_t max_recv_bytes = 0;     // the largest payload of any segment from one peer
 
   std::function<ConstBytes(size_t k)> prepare;
   std::function<size_t(size_t k)> recv_bytes;  // each peer's payload size for segment k

@@ -9,11 +9,11 @@
 
 #include "absl/strings/str_format.h"
 #include "algorithms/collectives/allgather.h"
-#include "algorithms/collectives/alltoall.h"
 #include "algorithms/collectives/internal.h"
 #include "algorithms/compression/error_feedback.h"
 #include "common/splitmix.h"
 #include "common/status.h"
+#include "transport/communicator.h"
 
 namespace herd::lowprec {
 namespace {
@@ -76,8 +76,14 @@ absl::Status CentralizedLowPrecisionAllReduce(const CentralizedLowPrecisionOptio
   std::string& bytes = w.bytes;
   std::vector<float>& scratch = w.scratch;
 
-  // 1. Compress every chunk, with the sender's error feedback.
-  for (int j = 0; j < P; ++j) {
+  // 1-2. Rank r gets every rank's chunk r: chunk (r + s) mod P is compressed (with the
+  //      sender's error feedback) just before it is sent, s = 1..P-1, so each compression
+  //      overlaps the sends before it; the own chunk is compressed last, into its received
+  //      slot. Every receive is posted first (rendezvous transports find a buffer).
+  using transport::OpKind;
+  using transport::Request;
+  using transport::Tag;
+  auto compress = [&](int j, std::byte* dst) {
     const uint64_t seed = SeedFor(o.seed, r, j, 0);
     if (o.delta != nullptr) {
       compression::CompressWithFeedback(c, chunk(o.data, j), chunk(o.delta, j), &bytes, &scratch,
@@ -85,19 +91,29 @@ absl::Status CentralizedLowPrecisionAllReduce(const CentralizedLowPrecisionOptio
     } else {
       compression::Compress(c, chunk(o.data, j), &bytes, seed);
     }
-    std::memcpy(sent.data() + j * slot, bytes.data(), bytes.size());
+    std::memcpy(dst, bytes.data(), bytes.size());
+  };
+  auto step_tag = [&](int s) { return Tag::Make(OpKind::kAllToAll, o.tag, uint32_t(s)); };
+  std::vector<Request> recvs(P), sends(P);
+  for (int s = 1; s < P; ++s) {
+    const int from = (r - s + P) % P;
+    recvs[from] = comm.irecv(from, step_tag(s),
+                             AsMutableBytes(received.data() + from * slot, encoded_size(r)));
   }
-
-  // 2. Rank r receives every rank's chunk r.
-  collectives::AllToAllOptions a2a;
-  a2a.comm = &comm;
-  a2a.dtype = DType::kUInt8;
-  a2a.tag = o.tag;
-  a2a.timeout = Left(deadline);
-  a2a.input = sent.data();
-  a2a.output = received.data();
-  a2a.count = P * slot;
-  HERD_RETURN_IF_ERROR(collectives::PairwiseAllToAll(a2a));
+  for (int s = 1; s < P; ++s) {
+    const int to = (r + s) % P;
+    compress(to, sent.data() + to * slot);
+    sends[to] = comm.isend(to, step_tag(s), AsBytes(sent.data() + to * slot, encoded_size(to)));
+  }
+  compress(r, received.data() + r * slot);
+  for (int j = 0; j < P; ++j) {
+    if (j == r) continue;
+    HERD_RETURN_IF_ERROR(
+        collectives::internal::WaitRecv(comm, recvs[j], encoded_size(r), deadline, kWhat));
+  }
+  for (int j = 0; j < P; ++j) {
+    if (j != r) HERD_RETURN_IF_ERROR(collectives::internal::WaitSend(comm, sends[j], deadline));
+  }
 
   // 3. Sum the decoded contributions in rank order (every owner sums the same way), average,
   //    then compress with the reducer's error feedback.

@@ -24,10 +24,10 @@
 // Lives in its own folder, not in compression/: compression/ is pure codecs that the parameter
 // server links without any transport; this is a collective over a Communicator.
 //
-// Wire: the all-to-all and the all-gather move P slots of equal size, the encoding of the
-// largest chunk (the encodings of smaller chunks are zero-padded to it), so they are the plain
-// byte collectives of algorithms/collectives: PairwiseAllToAll then RingAllGather, with this
-// call's tag (kinds kAllToAll and kAllGather).
+// Wire: the all-to-all sends each chunk's encoding to its owner at step s = 1..P-1 (rank r to
+// r + s, tag (kAllToAll, tag, s)), each compressed just before it is sent, so compression
+// overlaps the wire; the all-gather moves P slots of equal size, the encoding of the largest
+// chunk (smaller ones zero-padded to it), with RingAllGather (kind kAllGather).
 
 #include <cstddef>
 #include <cstdint>

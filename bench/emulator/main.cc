@@ -47,7 +47,8 @@ int Fail(const std::string& what, const absl::Status& st) {
 // The time the probe would take if its payload moved at exactly `rate`, each rank's link busy
 // the whole time (alpha = 0): a stream moves bytes x iters over one link; the ring all-reduce
 // sends 2 (P-1)/P x bytes per rank (eq. 5 of the DeAR paper), clps the same in one byte per
-// value; decentralized sends the whole vector to each ring neighbour. 0 for the sparse probes
+// value; decentralized sends half the vector to each ring neighbour (with P > 2), and
+// decentralized_whole the whole vector to each. 0 for the sparse probes
 // (their volume depends on how the selections overlap).
 double IdealSeconds(const ProbeResult& r, uint64_t rate) {
   const double bits = 8.0 * static_cast<double>(r.bytes);
@@ -56,7 +57,8 @@ double IdealSeconds(const ProbeResult& r, uint64_t rate) {
   const double ring = 2.0 * (r.ranks - 1) / r.ranks * bits / link;
   if (r.probe == "allreduce" || r.probe == "ring") return ring;
   if (r.probe == "clps") return ring / 4;
-  if (r.probe == "decentralized") return std::min(r.ranks - 1, 2) * bits / link;
+  if (r.probe == "decentralized") return bits / link;
+  if (r.probe == "decentralized_whole") return std::min(r.ranks - 1, 2) * bits / link;
   return 0;
 }
 
@@ -135,7 +137,8 @@ int main(int argc, char** argv) {
   int timeout_s = 300;
   CLI::App* run = app.add_subcommand("probe", "Measure a stream or an all-reduce in a cluster");
   run->add_option("--probe", probe.probe,
-                  "allreduce | stream | ring | sparse | topk_allgather | clps | decentralized")
+                  "allreduce | stream | ring | sparse | topk_allgather | clps | decentralized | "
+                  "decentralized_whole")
       ->capture_default_str();
   run->add_option("--density", probe.density, "sparse, topk_allgather: fraction delivered")
       ->check(CLI::Range(0.0, 1.0))

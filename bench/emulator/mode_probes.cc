@@ -42,8 +42,7 @@ std::chrono::milliseconds Left(const Deadline& d) {
 // counts every call, warm-up included.
 using CallFn = std::function<absl::Status(std::vector<float>& data, int64_t iteration)>;
 
-CallFn MakeCall(Communicator& comm, const ProbeOptions& o, const Deadline& deadline,
-                size_t count) {
+CallFn MakeCall(Communicator& comm, const ProbeOptions& o, const Deadline& deadline, size_t count) {
   if (o.probe == "ring") {
     return [&comm, &deadline](std::vector<float>& data, int64_t) {
       collectives::AllReduceOptions a;
@@ -93,14 +92,17 @@ CallFn MakeCall(Communicator& comm, const ProbeOptions& o, const Deadline& deadl
       return lowprec::CentralizedLowPrecisionAllReduce(c);
     };
   }
-  // decentralized
-  return [&comm, &deadline](std::vector<float>& data, int64_t iteration) {
+  // decentralized, decentralized_whole
+  const auto exchange = o.probe == "decentralized" ? decentralized::Exchange::kHalves
+                                                   : decentralized::Exchange::kWholeModel;
+  return [&comm, &deadline, exchange](std::vector<float>& data, int64_t iteration) {
     decentralized::DecentralizedFullPrecisionOptions d;
     d.comm = &comm;
     d.data = data.data();
     d.count = data.size();
     d.peers = decentralized::PeersForIteration(decentralized::Topology::kRing, comm.size(), 0,
                                                iteration, comm.rank());
+    d.exchange = exchange;
     d.timeout = Left(deadline);
     return decentralized::DecentralizedFullPrecision(d);
   };
@@ -110,7 +112,7 @@ CallFn MakeCall(Communicator& comm, const ProbeOptions& o, const Deadline& deadl
 
 bool IsModeProbe(std::string_view name) {
   return name == "ring" || name == "sparse" || name == "topk_allgather" || name == "clps" ||
-         name == "decentralized";
+         name == "decentralized" || name == "decentralized_whole";
 }
 
 double MedianOf(std::vector<double> values) {

@@ -7,7 +7,9 @@
 //   clps:           lowprec::CentralizedLowPrecisionAllReduce, minmax_uint8, average, both
 //                   residuals and a workspace kept between calls;
 //   decentralized:  decentralized::DecentralizedFullPrecision with the ring peers of
-//                   PeersForIteration (left and right neighbour).
+//                   PeersForIteration (left and right neighbour), the default exchange
+//                   (halves: half the model to each neighbour);
+//   decentralized_whole: the same with the whole model to each neighbour.
 // As in training, each call starts from this rank's gradient (a fixed pseudo-random vector,
 // different on every rank, copied in untimed) and the residuals carry over between calls.
 // `warmup` untimed calls, then `iters` timed ones, each after a barrier; every rank takes the

@@ -102,7 +102,8 @@ int RunProbeRank(const ProbeOptions& o) {
                 : IsModeProbe(o.probe)   ? RunModeProbe(**comm, o)
                                          : absl::InvalidArgumentError(absl::StrFormat(
                                                "unknown probe '%s' (stream, allreduce, ring, "
-                                               "sparse, topk_allgather, clps, decentralized)",
+                                                 "sparse, topk_allgather, clps, decentralized, "
+                                                 "decentralized_whole)",
                                                o.probe));
   if (!result.ok()) return fail(result.status());
   if (o.rank == 0) {

@@ -1,6 +1,7 @@
-// D_FP_S, threads as ranks: the closed form x_i' = (x_i + sum_j x_j) / (d + 1) bit for bit, the
-// global mean kept at every step (ring and random), convergence to it, the exact peers used,
-// and the options refused before anything is sent.
+// D_FP_S, threads as ranks, for both exchanges: the closed forms bit for bit (whole model:
+// x_i' = (x_i + sum_j x_j) / (d + 1); halves: each half averaged with the neighbour it came
+// from), the global mean kept at every step (ring and random), convergence to it, the exact
+// peers used, and the options refused before anything is sent.
 
 #include "algorithms/decentralized/full_precision.h"
 
@@ -37,7 +38,7 @@ std::vector<std::vector<float>> Models(int P, size_t count, uint32_t seed) {
 // One D_FP_S step on every rank, with the plan's peers of `iteration`; the 64-byte segments make
 // even short vectors span many segments (and the window wrap).
 absl::Status Step(std::vector<std::vector<float>>& x, Topology t, int64_t iteration,
-                  size_t segment_bytes = 64) {
+                  Exchange exchange, size_t segment_bytes = 64) {
   const int P = static_cast<int>(x.size());
   return FirstError(SpawnRanks(P, [&](transport::Communicator& comm) {
     DecentralizedFullPrecisionOptions o;
@@ -47,29 +48,56 @@ absl::Status Step(std::vector<std::vector<float>>& x, Topology t, int64_t iterat
     o.data = x[comm.rank()].data();
     o.count = x[comm.rank()].size();
     o.peers = PeersForIteration(t, P, /*seed=*/11, iteration, comm.rank());
+    o.exchange = exchange;
     o.segment_bytes = segment_bytes;
     return DecentralizedFullPrecision(o);
   }));
 }
 
+const char* Name(Exchange e) { return e == Exchange::kHalves ? "halves" : "whole model"; }
+
+// Rank r's model after one step, computed directly from everyone's models before it.
+std::vector<float> ClosedForm(const std::vector<std::vector<float>>& x, int r,
+                              const std::vector<int>& peers, Exchange exchange) {
+  const int P = static_cast<int>(x.size());
+  const size_t count = x[r].size();
+  std::vector<float> want = x[r];
+  if (peers.empty()) return want;
+  if (exchange == Exchange::kHalves && peers.size() == 2) {
+    // The successor is the nearer peer going up the ranks, modulo P.
+    const int succ = (peers[0] - r + P) % P < (peers[1] - r + P) % P ? peers[0] : peers[1];
+    const int pred = succ == peers[0] ? peers[1] : peers[0];
+    const size_t half = (count + 1) / 2;
+    for (size_t e = 0; e < count; ++e) {
+      const int from = e < half ? pred : succ;
+      want[e] = (x[r][e] + x[from][e]) * 0.5f;
+    }
+    return want;
+  }
+  const float weight = static_cast<float>(1.0 / (peers.size() + 1));
+  for (size_t e = 0; e < count; ++e) {
+    float v = x[r][e];
+    for (int q : peers) v += x[q][e];
+    want[e] = v * weight;
+  }
+  return want;
+}
+
 TEST(DecentralizedFullPrecisionTest, MatchesTheClosedFormBitForBit) {
-  for (Topology t : {Topology::kRing, Topology::kRandom}) {
-    for (int P = 1; P <= 8; ++P) {
-      for (size_t count : {size_t{0}, size_t{1}, size_t(P + 1), size_t{1000}}) {
-        auto x = Models(P, count, 100 + P), want = x;
-        for (int r = 0; r < P; ++r) {
-          const auto peers = PeersForIteration(t, P, 11, 4, r);
-          const float weight = static_cast<float>(1.0 / (peers.size() + 1));
-          for (size_t e = 0; e < count; ++e) {
-            float v = x[r][e];
-            for (int q : peers) v += x[q][e];
-            want[r][e] = peers.empty() ? x[r][e] : v * weight;
+  for (Exchange exchange : {Exchange::kWholeModel, Exchange::kHalves}) {
+    for (Topology t : {Topology::kRing, Topology::kRandom}) {
+      for (int P = 1; P <= 8; ++P) {
+        for (size_t count : {size_t{0}, size_t{1}, size_t{2}, size_t(P + 1), size_t{1000}}) {
+          auto x = Models(P, count, 100 + P);
+          std::vector<std::vector<float>> want(P);
+          for (int r = 0; r < P; ++r) {
+            want[r] = ClosedForm(x, r, PeersForIteration(t, P, 11, 4, r), exchange);
           }
-        }
-        ASSERT_TRUE(Step(x, t, 4).ok());
-        for (int r = 0; r < P; ++r) {
-          EXPECT_EQ(x[r], want[r])
-              << TopologyName(t) << " P=" << P << " count=" << count << " rank " << r;
+          ASSERT_TRUE(Step(x, t, 4, exchange).ok());
+          for (int r = 0; r < P; ++r) {
+            EXPECT_EQ(x[r], want[r]) << Name(exchange) << " " << TopologyName(t) << " P=" << P
+                                     << " count=" << count << " rank " << r;
+          }
         }
       }
     }
@@ -80,29 +108,32 @@ TEST(DecentralizedFullPrecisionTest, MatchesTheClosedFormBitForBit) {
 // the sum over ranks (up to the rounding of that step: the float weight 1/3 is not exact, so
 // the mean may drift by an ulp or so per step), and repeated steps reach the mean everywhere.
 TEST(DecentralizedFullPrecisionTest, KeepsTheGlobalMeanAndConvergesToIt) {
-  for (Topology t : {Topology::kRing, Topology::kRandom}) {
-    for (int P : {2, 3, 5, 8}) {
-      const size_t count = 257;
-      auto x = Models(P, count, 7);
-      auto mean_of = [&](size_t e) {
-        double m = 0.0;
-        for (auto& model : x) m += double(model[e]) / P;
-        return m;
-      };
-      std::vector<double> mean0(count);
-      for (size_t e = 0; e < count; ++e) mean0[e] = mean_of(e);
-      for (int64_t it = 0; it < 150; ++it) {
-        std::vector<double> before(count);
-        for (size_t e = 0; e < count; ++e) before[e] = mean_of(e);
-        ASSERT_TRUE(Step(x, t, it, 1 << 20).ok());
-        for (size_t e = 0; e < count; ++e) {
-          ASSERT_NEAR(mean_of(e), before[e], 2e-7 * (1 + std::fabs(before[e])))
-              << TopologyName(t) << " P=" << P << " it=" << it;
+  for (Exchange exchange : {Exchange::kWholeModel, Exchange::kHalves}) {
+    for (Topology t : {Topology::kRing, Topology::kRandom}) {
+      for (int P : {2, 3, 5, 8}) {
+        const size_t count = 257;
+        auto x = Models(P, count, 7);
+        auto mean_of = [&](size_t e) {
+          double m = 0.0;
+          for (auto& model : x) m += double(model[e]) / P;
+          return m;
+        };
+        std::vector<double> mean0(count);
+        for (size_t e = 0; e < count; ++e) mean0[e] = mean_of(e);
+        for (int64_t it = 0; it < 150; ++it) {
+          std::vector<double> before(count);
+          for (size_t e = 0; e < count; ++e) before[e] = mean_of(e);
+          ASSERT_TRUE(Step(x, t, it, exchange, 1 << 20).ok());
+          for (size_t e = 0; e < count; ++e) {
+            ASSERT_NEAR(mean_of(e), before[e], 2e-7 * (1 + std::fabs(before[e])))
+                << Name(exchange) << " " << TopologyName(t) << " P=" << P << " it=" << it;
+          }
         }
-      }
-      for (auto& m : x) {
-        for (size_t e = 0; e < count; ++e) {
-          EXPECT_NEAR(m[e], mean0[e], 2e-5) << TopologyName(t) << " P=" << P;
+        for (auto& m : x) {
+          for (size_t e = 0; e < count; ++e) {
+            EXPECT_NEAR(m[e], mean0[e], 2e-5)
+                << Name(exchange) << " " << TopologyName(t) << " P=" << P;
+          }
         }
       }
     }
@@ -110,7 +141,7 @@ TEST(DecentralizedFullPrecisionTest, KeepsTheGlobalMeanAndConvergesToIt) {
 }
 
 TEST(DecentralizedFullPrecisionTest, Fp64AndBf16Average) {
-  const int P = 3;  // ring of 3: everyone averages all three
+  const int P = 3;  // ring of 3, whole model: everyone averages all three
   std::vector<std::vector<double>> x = {{1.0, 4.0}, {2.0, 5.0}, {6.0, 0.0}};
   std::vector<std::vector<uint16_t>> h(P);
   for (int r = 0; r < P; ++r) {
@@ -121,6 +152,7 @@ TEST(DecentralizedFullPrecisionTest, Fp64AndBf16Average) {
     o.comm = &comm;
     o.count = 2;
     o.peers = PeersForIteration(Topology::kRing, P, 0, 0, comm.rank());
+    o.exchange = Exchange::kWholeModel;
     o.dtype = DType::kFloat64;
     o.data = x[comm.rank()].data();
     HERD_RETURN_IF_ERROR(DecentralizedFullPrecision(o));
@@ -136,7 +168,8 @@ TEST(DecentralizedFullPrecisionTest, Fp64AndBf16Average) {
   }
 }
 
-// Every rank talks to exactly the peers it was given: the ones of this iteration's plan.
+// Every rank talks to exactly the peers it was given: the ones of this iteration's plan (with
+// the default exchange, halves: a ring rank sends to and receives from both neighbours).
 TEST(DecentralizedFullPrecisionTest, ExchangesWithExactlyTheGivenPeers) {
   for (Topology t : {Topology::kRing, Topology::kRandom}) {
     for (int P : {2, 5, 8}) {

@@ -20,7 +20,8 @@ TEST(MedianOf, EvenCountAveragesTheMiddleTwo) {
 }
 
 TEST(IsModeProbe, KnowsTheModes) {
-  for (const char* name : {"ring", "sparse", "topk_allgather", "clps", "decentralized"}) {
+  for (const char* name :
+       {"ring", "sparse", "topk_allgather", "clps", "decentralized", "decentralized_whole"}) {
     EXPECT_TRUE(IsModeProbe(name)) << name;
   }
   EXPECT_FALSE(IsModeProbe("allreduce"));

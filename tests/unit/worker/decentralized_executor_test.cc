@@ -1,6 +1,7 @@
 // The executors of the decentralized and low-precision modes over threads-as-ranks:
 //  decentralized     every rank's parameters follow D-PSGD's closed form (average with the
-//                    iteration's peers, then SGD with the local gradient), and the mean over
+//                    iteration's peers, half the model with each of two, then SGD with the
+//                    local gradient), and the mean over
 //                    ranks follows SGD on the mean gradient exactly;
 //  decentralized_lp  the mean over ranks stays close to SGD on the mean gradient;
 //  clps              every rank holds bitwise the same parameters, close to SGD on the mean
@@ -119,18 +120,33 @@ TEST(DecentralizedExecutorTest, FollowsDpsgdAndKeepsTheMean) {
       auto got = RunAll(c);
       ASSERT_TRUE(got.ok()) << got.status();
       const auto t_topology = *decentralized::ParseTopology(topology);
-      for (size_t t = 0; t < kCounts.size(); ++t) {
+      // The executor averages the tensors as one flat vector, with the default exchange
+      // (halves): a rank with two peers averages the first half of the vector with its
+      // predecessor and the second half with its successor.
+      size_t total = 0;
+      for (size_t n : kCounts) total += n;
+      size_t offset = 0;  // of tensor t in the flat vector
+      for (size_t t = 0; t < kCounts.size(); offset += kCounts[t], ++t) {
         for (size_t i = 0; i < kCounts[t]; ++i) {
-          // Every rank's trajectory: x <- avg over {r} u peers(r, it), then x -= lr g.
+          const bool first_half = offset + i < (total + 1) / 2;
+          // Every rank's trajectory: x <- its average with its peers, then x -= lr g.
           std::vector<double> x(P);
           for (int r = 0; r < P; ++r) x[r] = Initial(r, int(t), i);
           for (int it = 0; it < kIterations; ++it) {
             std::vector<double> next(P);
             for (int r = 0; r < P; ++r) {
               const auto peers = decentralized::PeersForIteration(t_topology, P, 9, it, r);
-              double sum = x[r];
-              for (int q : peers) sum += x[q];
-              next[r] = sum / double(peers.size() + 1) - kLr * Grad(r, it, int(t), i);
+              double avg = x[r];
+              if (peers.size() == 2) {
+                const bool first_is_successor = (peers[0] - r + P) % P < (peers[1] - r + P) % P;
+                const int succ = first_is_successor ? peers[0] : peers[1];
+                const int pred = first_is_successor ? peers[1] : peers[0];
+                avg = (x[r] + x[first_half ? pred : succ]) / 2;
+              } else {
+                for (int q : peers) avg += x[q];
+                avg /= double(peers.size() + 1);
+              }
+              next[r] = avg - kLr * Grad(r, it, int(t), i);
             }
             x = next;
             double mean = 0;
