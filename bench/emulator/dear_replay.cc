@@ -61,6 +61,7 @@ absl::StatusOr<std::vector<ReplayResult>> RunModel(const DearBenchOptions& o,
          {&r.iter_s, &r.forward_s, &r.backward_s, &r.end_s, &r.exposed_s, &r.tuning_s}) {
       *t /= o.dilate;
     }
+    for (double& t : r.round_iter_s) t /= o.dilate;
     results.push_back(std::move(r));
   }
   return results;

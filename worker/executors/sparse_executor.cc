@@ -6,6 +6,7 @@
 #include "algorithms/sparse/sparse_allreduce.h"
 #include "common/status.h"
 #include "worker/executors/bucket_reduce_executor.h"
+#include "worker/executors/density_warmup.h"
 
 namespace herd::worker {
 namespace {
@@ -67,6 +68,7 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeSparseExecutor(const ExecutorConte
   struct State {
     std::vector<std::vector<float>> residuals;
     std::vector<sparse::BsagState> bsag;
+    int64_t first_iteration = -1;  // of this stretch, for the warm-up
   };
   auto state = std::make_shared<State>();
   BucketReduction r;
@@ -77,7 +79,9 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeSparseExecutor(const ExecutorConte
     for (int b = 0; b < buckets.buckets(); ++b) state->residuals.emplace_back(buckets.count(b), 0.0f);
     state->bsag.resize(buckets.buckets());
   };
-  r.make_op = [context, state, spardl, d, teams](int b, float* data, size_t count, int64_t) {
+  r.make_op = [context, state, spardl, d, teams](int b, float* data, size_t count,
+                                                 int64_t iteration) {
+    if (state->first_iteration < 0) state->first_iteration = iteration;
     sparse::SparseAllReduceOptions o;
     o.comm = context.comm;
     o.tag = static_cast<uint32_t>(b);
@@ -85,7 +89,7 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeSparseExecutor(const ExecutorConte
     o.data = data;
     o.residual = state->residuals[b].data();
     o.count = count;
-    o.density = d;
+    o.density = DensityAt(d, iteration - state->first_iteration);
     o.teams = teams;
     o.bsag = &state->bsag[b];
     return std::function<absl::Status()>([o, spardl, state] {

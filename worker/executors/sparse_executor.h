@@ -8,7 +8,8 @@
 // iteration to iteration, and for SparDL with B-SAG its extra top-k state. Both live in the
 // executor: a mode switch (a new executor) drops them, the way it drops optimizer state.
 //
-// Parameters: plan.mode().density() (0: 0.01); SparDL teams = the plan's teams (the scheduler's
+// Parameters: plan.mode().density() (0: 0.01), reached after a warm-up of higher densities
+// (density_warmup.h); SparDL teams = the plan's teams (the scheduler's
 // effective count; each must be a block of consecutive ranks), else plan.mode().teams(), else 1.
 // R-SAG when the teams are a power of two, B-SAG otherwise.
 

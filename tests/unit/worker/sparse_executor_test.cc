@@ -13,6 +13,7 @@
 #include "common/status.h"
 #include "tests/support/spawn.h"
 #include "worker/executor.h"
+#include "worker/executors/density_warmup.h"
 
 namespace herd::worker {
 namespace {
@@ -140,6 +141,41 @@ INSTANTIATE_TEST_SUITE_P(Modes, SparseExecutorTest,
                            return absl::StrFormat("%s_P%d", std::get<0>(info.param),
                                                   std::get<1>(info.param));
                          });
+
+TEST(DensityWarmup, QuartersDownToTheRequestedDensity) {
+  EXPECT_EQ(DensityAt(0.01, 0), 0.25);
+  EXPECT_EQ(DensityAt(0.01, 49), 0.25);
+  EXPECT_EQ(DensityAt(0.01, 50), 0.0625);
+  EXPECT_EQ(DensityAt(0.01, 100), 0.015625);
+  EXPECT_EQ(DensityAt(0.01, 150), 0.01);
+  EXPECT_EQ(DensityAt(0.01, 1'000'000), 0.01);
+  EXPECT_EQ(DensityAt(0.001, 150), 0.00390625);
+  EXPECT_EQ(DensityAt(0.001, 200), 0.001);
+  EXPECT_EQ(DensityAt(0.5, 0), 0.5);  // never below what was asked for
+  EXPECT_EQ(DensityAt(1.0, 0), 1.0);
+}
+
+// The executor runs the warm-up: at density 0.01 its first iteration delivers a quarter of the
+// bucket, not a hundredth.
+TEST(DensityWarmup, TheFirstIterationDeliversAQuarter) {
+  for (const char* mode : {"sparse", "topk_allgather"}) {
+    for (int P : {2, 3}) {
+      Job run{mode, P, 0.01};
+      run.iterations = 1;
+      run.threshold = size_t{1} << 20;  // one bucket
+      auto params = RunAll(run);
+      ASSERT_TRUE(params.ok()) << params.status();
+      size_t changed = 0, total = 0;
+      for (size_t t = 0; t < kCounts.size(); ++t) {
+        for (size_t i = 0; i < kCounts[t]; ++i, ++total) {
+          changed += (*params)[0][t][i] != Initial(static_cast<int>(t), i);
+        }
+      }
+      EXPECT_GE(changed, total / 5) << mode << " P=" << P;
+      EXPECT_LE(changed, size_t(P) * total / 4 + size_t(P) * P) << mode << " P=" << P;
+    }
+  }
+}
 
 TEST(SparseExecutorTeams, PlanTeamsAndModeTeams) {
   Job rsag{"sparse", 4, 0.2};
