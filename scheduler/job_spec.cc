@@ -60,8 +60,8 @@ const std::set<std::string, std::less<>> kTopologies = {"ring", "random"};
 // The compressors the workers implement (algorithms/compression/compressor.h): the plain names,
 // and qsgd:LEVELS (1..127), topk:DENSITY ((0, 1]). The workers parse the parameters again.
 bool KnownCompressor(std::string_view name) {
-  static const std::set<std::string, std::less<>> plain = {"minmax_uint8", "sign", "fp16", "bf16",
-                                                          "qsgd", "topk"};
+  static const std::set<std::string, std::less<>> plain = {"minmax_uint8", "sign", "fp16",
+                                                           "bf16",         "qsgd", "topk"};
   if (plain.contains(name)) return true;
   if (name.substr(0, 5) == "qsgd:") {
     int levels = 0;
@@ -294,8 +294,9 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& in) {
   auto* training = out.mutable_training();
   if (training->model().empty()) training->set_model("cnn");
   if (training->model() != "cnn" && training->model() != "mlp") {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "job '%s': unknown model '%s'; the workers train mlp or cnn", in.name(), training->model()));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("job '%s': unknown model '%s'; the workers train mlp or cnn", in.name(),
+                        training->model()));
   }
   if (training->epochs() == 0) training->set_epochs(1);
   if (training->epochs() < 1 || training->epochs() > 10000) {
@@ -304,14 +305,14 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& in) {
   }
   if (training->batch_size() == 0) training->set_batch_size(64);
   if (training->batch_size() < 1 || training->batch_size() > 65536) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "job '%s': batch_size must be between 1 and 65536, got %d", in.name(),
-        training->batch_size()));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("job '%s': batch_size must be between 1 and 65536, got %d", in.name(),
+                        training->batch_size()));
   }
   if (training->train_samples() < 0) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "job '%s': train_samples must be >= 0 (0: all), got %d", in.name(),
-        training->train_samples()));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("job '%s': train_samples must be >= 0 (0: all), got %d", in.name(),
+                        training->train_samples()));
   }
 
   if (!in.has_mode() || in.mode().mode().empty()) {

@@ -4,9 +4,9 @@
 #include <map>
 #include <string>
 
-#include "common/status.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/status.h"
 #include "worker/executor.h"
 #include "worker/executors/clps_executor.h"
 #include "worker/executors/dear_executor.h"
@@ -27,11 +27,13 @@ struct ModeEntry {
 const std::map<std::string, ModeEntry, std::less<>>& Modes() {
   static const auto* modes = new std::map<std::string, ModeEntry, std::less<>>{
       {"allreduce",
-       {true, [](const ExecutorContext& c) {
+       {true,
+        [](const ExecutorContext& c) {
           return MakeWfbpExecutor(c, collectives::Algorithm::kRing);
         }}},
       {"lp",
-       {true, [](const ExecutorContext& c) {
+       {true,
+        [](const ExecutorContext& c) {
           return MakeWfbpExecutor(c, collectives::Algorithm::kLinearPipeline);
         }}},
       {"dear", {true, MakeDearExecutor}},
@@ -62,17 +64,18 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeExecutor(ExecutorContext context) 
   if (it == Modes().end()) {
     std::vector<std::string> names;
     for (const auto& [name, entry] : Modes()) names.push_back(name);
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "the worker runs no mode '%s'; it runs %s", mode, absl::StrJoin(names, ", ")));
+    return absl::InvalidArgumentError(absl::StrFormat("the worker runs no mode '%s'; it runs %s",
+                                                      mode, absl::StrJoin(names, ", ")));
   }
   if (it->second.uses_communicator && context.comm == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("mode '%s' runs collectives among the workers but has no communicator", mode));
-  }
-  if (context.comm != nullptr && context.comm->size() > 1 &&
-      context.comm->rank() != context.rank && it->second.uses_communicator) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "the communicator's rank %d is not the worker's rank %d", context.comm->rank(), context.rank));
+        "mode '%s' runs collectives among the workers but has no communicator", mode));
+  }
+  if (context.comm != nullptr && context.comm->size() > 1 && context.comm->rank() != context.rank &&
+      it->second.uses_communicator) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("the communicator's rank %d is not the worker's rank %d",
+                        context.comm->rank(), context.rank));
   }
   return it->second.make(context);
 }

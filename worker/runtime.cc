@@ -37,8 +37,8 @@ absl::StatusOr<herd::v1::JobStatus> WaitRunning(scheduler::SchedulerClient& sche
       for (const auto& m : status.workers()) workers += m.name().empty() ? 0 : 1;
       for (const auto& m : status.servers()) servers += m.name().empty() ? 0 : 1;
       return absl::DeadlineExceededError(absl::StrFormat(
-          "job '%s' did not start: %d of %d workers and %d of %d servers registered", job,
-          workers, status.spec().workers(), servers, status.spec().servers()));
+          "job '%s' did not start: %d of %d workers and %d of %d servers registered", job, workers,
+          status.spec().workers(), servers, status.spec().servers()));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -156,20 +156,18 @@ absl::StatusOr<WorkerSummary> RunWorker(const WorkerOptions& options,
                                       absl::StrFormat("worker %d", rank));
   const herd::v1::JobSpec& spec = job.spec();
   const int world = spec.workers();
-  Log().info("worker {} of {} in job '{}' ({} {}, {} epoch(s), batch {})", rank, world,
-             options.job, spec.training().model(), spec.mode().mode(), spec.training().epochs(),
+  Log().info("worker {} of {} in job '{}' ({} {}, {} epoch(s), batch {})", rank, world, options.job,
+             spec.training().model(), spec.mode().mode(), spec.training().epochs(),
              spec.training().batch_size());
 
-  HERD_ASSIGN_OR_RETURN(std::unique_ptr<Trainable> model,
-                        make_trainable({spec, rank, world}));
+  HERD_ASSIGN_OR_RETURN(std::unique_ptr<Trainable> model, make_trainable({spec, rank, world}));
   HERD_RETURN_IF_ERROR(CheckLayout(spec, *model));
   HERD_RETURN_IF_ERROR(WaitRunning(*sched, options.job, start_deadline).status());
 
-  Timeline timeline = options.timeline_dir.empty()
-                          ? Timeline()
-                          : Timeline(absl::StrFormat("%s/worker-%d.json", options.timeline_dir,
-                                                     rank),
-                                     rank);
+  Timeline timeline =
+      options.timeline_dir.empty()
+          ? Timeline()
+          : Timeline(absl::StrFormat("%s/worker-%d.json", options.timeline_dir, rank), rank);
   model->set_timeline(&timeline);
   auto store = scheduler::MakeSchedulerStore(sched, options.job);
 
@@ -190,7 +188,8 @@ absl::StatusOr<WorkerSummary> RunWorker(const WorkerOptions& options,
     req.set_job(options.job);
     req.set_iteration(it);
     req.set_node_id(registered.node_id());
-    HERD_ASSIGN_OR_RETURN(herd::v1::Plan plan, GetPlanRidingOutRestarts(*sched, req, options.timeout));
+    HERD_ASSIGN_OR_RETURN(herd::v1::Plan plan,
+                          GetPlanRidingOutRestarts(*sched, req, options.timeout));
     if (plan.job_cancelled()) {
       return absl::CancelledError(absl::StrFormat("job '%s' was cancelled", options.job));
     }
@@ -202,9 +201,9 @@ absl::StatusOr<WorkerSummary> RunWorker(const WorkerOptions& options,
           missing.push_back(r);
         }
       }
-      return absl::UnavailableError(absl::StrFormat(
-          "iteration %d: worker(s) %s left job '%s'; mode %s needs all %d workers", it,
-          absl::StrJoin(missing, ", "), options.job, mode, world));
+      return absl::UnavailableError(
+          absl::StrFormat("iteration %d: worker(s) %s left job '%s'; mode %s needs all %d workers",
+                          it, absl::StrJoin(missing, ", "), options.job, mode, world));
     }
     const std::string mode_key = plan.mode().SerializeAsString();
     if (executor == nullptr || mode_key != executor_mode) {

@@ -2,11 +2,11 @@
 
 #include <optional>
 
-#include "common/status.h"
 #include "absl/strings/str_format.h"
 #include "algorithms/collectives/allgather.h"
 #include "algorithms/collectives/reduce_scatter.h"
 #include "common/logging.h"
+#include "common/status.h"
 #include "worker/comm_queue.h"
 #include "worker/executors/wait_timer.h"
 #include "worker/fused_buckets.h"
@@ -26,8 +26,8 @@ class DearExecutor final : public Executor {
 
   std::string_view mode() const override { return "dear"; }
   std::string Describe() const override {
-    std::string s = absl::StrFormat("dear: %d buckets of at most %d bytes", buckets_->buckets(),
-                                    threshold_);
+    std::string s =
+        absl::StrFormat("dear: %d buckets of at most %d bytes", buckets_->buckets(), threshold_);
     if (tuning_) s += "; " + tuning_->Describe();
     return s;
   }
@@ -37,11 +37,11 @@ class DearExecutor final : public Executor {
       // The tuner agrees on its next threshold with every rank (a tiny collective on the queue
       // after the all-gathers), so all ranks re-bucket at the same iteration.
       std::optional<size_t> next;
-      HERD_ASSIGN_OR_RETURN(next, tuning_->OnIterationBoundary(
-                                      [this](std::function<absl::Status()> op) {
-                                        return queue_.Wait(queue_.Submit("tuner agreement", op),
-                                                           Deadline::After(context_.timeout));
-                                      }));
+      HERD_ASSIGN_OR_RETURN(next,
+                            tuning_->OnIterationBoundary([this](std::function<absl::Status()> op) {
+                              return queue_.Wait(queue_.Submit("tuner agreement", op),
+                                                 Deadline::After(context_.timeout));
+                            }));
       if (next && *next != threshold_) {
         HERD_RETURN_IF_ERROR(Flush());
         Rebucket(*next);
@@ -173,7 +173,7 @@ class DearExecutor final : public Executor {
   int next_rs_ = 0;
   // FeedPipe state: between EndBackward and the last bucket's update.
   bool gathering_ = false;
-  int next_update_ = 0;                     // forward buckets below it are updated
+  int next_update_ = 0;                        // forward buckets below it are updated
   std::vector<CommQueue::Ticket> ag_tickets_;  // by forward bucket; 0: not started
   bool warned_ = false;
 };

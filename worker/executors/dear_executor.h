@@ -15,9 +15,10 @@
 // all-gathers are queued at once. Here BeforeForward blocks the compute thread, and a literal
 // one-ahead launch left the link idle while a bucket computed and serialised small buckets'
 // all-gathers with their compute: in the DeAR replay (docs/dear.md) it made dear slower than
-// allreduce wherever the forward is long, and ate the gain of small thresholds. Parameters of a bucket are current after its BeforeForward, or after Flush().
-// The fusion threshold is fixed or tuned online (FusionSettings::tune, worker/fusion_tuning.h):
-// a new threshold takes effect at an iteration boundary, the same one on every rank.
+// allreduce wherever the forward is long, and ate the gain of small thresholds. Parameters of a
+// bucket are current after its BeforeForward, or after Flush(). The fusion threshold is fixed or
+// tuned online (FusionSettings::tune, worker/fusion_tuning.h): a new threshold takes effect at an
+// iteration boundary, the same one on every rank.
 
 #include <memory>
 

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "common/status.h"
 #include "absl/strings/str_format.h"
 #include "algorithms/compression/compressor.h"
+#include "common/status.h"
 #include "server/client/sharded_client.h"
 #include "worker/executors/wait_timer.h"
 #include "worker/local_optimizer.h"
@@ -141,8 +141,8 @@ absl::StatusOr<std::unique_ptr<Executor>> MakePsExecutor(const ExecutorContext& 
   o.client.call_timeout = context.timeout;
   for (const auto& m : plan.servers()) {
     if (m.address().empty()) {
-      return absl::UnavailableError(
-          absl::StrFormat("shard %d of job '%s' has not registered an address", m.rank(), plan.job()));
+      return absl::UnavailableError(absl::StrFormat(
+          "shard %d of job '%s' has not registered an address", m.rank(), plan.job()));
     }
     o.addresses.push_back(m.address());
   }

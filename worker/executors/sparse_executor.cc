@@ -73,10 +73,11 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeSparseExecutor(const ExecutorConte
   auto state = std::make_shared<State>();
   BucketReduction r;
   r.mode = mode;
-  r.description = spardl ? absl::StrFormat("density %g, %d teams", d, teams)
-                         : absl::StrFormat("density %g", d);
+  r.description =
+      spardl ? absl::StrFormat("density %g, %d teams", d, teams) : absl::StrFormat("density %g", d);
   r.prepare = [state](const FusedBuckets& buckets) {
-    for (int b = 0; b < buckets.buckets(); ++b) state->residuals.emplace_back(buckets.count(b), 0.0f);
+    for (int b = 0; b < buckets.buckets(); ++b)
+      state->residuals.emplace_back(buckets.count(b), 0.0f);
     state->bsag.resize(buckets.buckets());
   };
   r.make_op = [context, state, spardl, d, teams](int b, float* data, size_t count,

@@ -43,8 +43,8 @@ struct TempDir {
 };
 
 std::vector<std::string> ShortJob(const std::string& mode, int workers) {
-  return {"local",  "--workers",       std::to_string(workers), "--mode", mode, "--model", "mlp",
-          "--epochs", "1", "--train-samples", "12000", "--json"};
+  return {"local",    "--workers", std::to_string(workers), "--mode", mode,    "--model", "mlp",
+          "--epochs", "1",         "--train-samples",       "12000",  "--json"};
 }
 
 // A number field of `herd local --json`'s summary line.
@@ -88,16 +88,14 @@ TEST_P(ModeTrainsTest, FourWorkersLearnFashionMnist) {
 // ps_async depends on how the 4 workers' pushes interleave: 46 iterations gave 0.51-0.63 in
 // different runs, so its bound only says it learns (chance is 0.10); the 2-epoch CNN table in
 // docs/BENCHMARKS.md is where its accuracy is compared.
-INSTANTIATE_TEST_SUITE_P(Modes, ModeTrainsTest,
-                         ::testing::Values(ModeBound{"allreduce", 0.70}, ModeBound{"dear", 0.70},
-                                           ModeBound{"lp", 0.70}, ModeBound{"ps_sync", 0.70},
-                                           ModeBound{"ps_async", 0.40}, ModeBound{"ps_ec", 0.68},
-                                           ModeBound{"sparse", 0.60},
-                                           ModeBound{"topk_allgather", 0.60},
-                                           ModeBound{"decentralized", 0.68},
-                                           ModeBound{"decentralized_lp", 0.68},
-                                           ModeBound{"clps", 0.68}),
-                         [](const auto& info) { return info.param.mode; });
+INSTANTIATE_TEST_SUITE_P(
+    Modes, ModeTrainsTest,
+    ::testing::Values(ModeBound{"allreduce", 0.70}, ModeBound{"dear", 0.70}, ModeBound{"lp", 0.70},
+                      ModeBound{"ps_sync", 0.70}, ModeBound{"ps_async", 0.40},
+                      ModeBound{"ps_ec", 0.68}, ModeBound{"sparse", 0.60},
+                      ModeBound{"topk_allgather", 0.60}, ModeBound{"decentralized", 0.68},
+                      ModeBound{"decentralized_lp", 0.68}, ModeBound{"clps", 0.68}),
+    [](const auto& info) { return info.param.mode; });
 
 TEST(Training, DearAndAllreduceMatchOneWorkerOnTheSameGlobalBatch) {
   // 4 workers x 64 samples average the same gradient as one worker x 256.
@@ -253,7 +251,8 @@ TEST(Training, ACrashedWorkerStopsTheJobAndIsNamed) {
   EXPECT_EQ(WEXITSTATUS(status), 1) << ReadFile(log);
   const std::string out = ReadFile(log);
   EXPECT_NE(out.find("worker-1 was killed by signal 9"), std::string::npos) << out;
-  for (pid_t child : children) EXPECT_FALSE(Alive(child)) << "child " << child << " outlived herd local";
+  for (pid_t child : children)
+    EXPECT_FALSE(Alive(child)) << "child " << child << " outlived herd local";
 }
 
 TEST(Training, CtrlCStopsEveryChild) {
@@ -273,7 +272,8 @@ TEST(Training, CtrlCStopsEveryChild) {
   ASSERT_TRUE(WIFEXITED(status)) << status << ReadFile(log);
   EXPECT_EQ(WEXITSTATUS(status), 130) << ReadFile(log);
   EXPECT_NE(ReadFile(log).find("stopping every process"), std::string::npos) << ReadFile(log);
-  for (pid_t child : children) EXPECT_FALSE(Alive(child)) << "child " << child << " outlived herd local";
+  for (pid_t child : children)
+    EXPECT_FALSE(Alive(child)) << "child " << child << " outlived herd local";
 }
 
 }  // namespace

@@ -152,8 +152,8 @@ TEST(JobSpec, CompressorsAndTopologiesOfTheWorkerModes) {
   ASSERT_TRUE(spec.ok());
   herd::v1::ModeSpec clps;
   clps.set_mode("clps");
-  for (const char* ok : {"minmax_uint8", "sign", "fp16", "bf16", "qsgd", "qsgd:8", "topk",
-                         "topk:0.05"}) {
+  for (const char* ok :
+       {"minmax_uint8", "sign", "fp16", "bf16", "qsgd", "qsgd:8", "topk", "topk:0.05"}) {
     clps.set_compressor(ok);
     EXPECT_TRUE(NormalizeMode(clps, *spec).ok()) << ok;
   }
