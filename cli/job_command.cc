@@ -1,5 +1,5 @@
 // `herd job`: the operator's client of the scheduler. Subcommands submit, status, list,
-// set-mode, plan and cancel, all with --scheduler ADDR (docs/scheduler.md, "Command line").
+// set-mode, plan, cancel and delete, all with --scheduler ADDR (docs/scheduler.md, "Command line").
 
 #include <google/protobuf/util/json_util.h>
 
@@ -115,7 +115,11 @@ void PrintPlan(const Plan& p) {
     std::printf("next  %s from iteration %lld\n", ModeText(p.next_mode()).c_str(),
                 static_cast<long long>(p.next_switch_iteration()));
   }
-  if (p.job_cancelled()) std::printf("the job is cancelled\n");
+  if (scheduler::IsTerminal(p.job_state())) {
+    std::printf("the job has ended: %s%s\n",
+                std::string(scheduler::JobStateName(p.job_state())).c_str(),
+                p.end_reason().empty() ? "" : (" (" + p.end_reason() + ")").c_str());
+  }
 }
 
 void PrintStatus(const JobStatus& j) {
@@ -123,6 +127,21 @@ void PrintStatus(const JobStatus& j) {
   std::printf("job       %s\n", s.name().c_str());
   std::printf("state     %s\n", std::string(scheduler::JobStateName(j.state())).c_str());
   if (!j.cancel_reason().empty()) std::printf("reason    %s\n", j.cancel_reason().c_str());
+  if (j.state() == herd::v1::JOB_FAILED) {
+    std::printf("failed    %s: %s\n", j.failed_process().c_str(), j.failure_reason().c_str());
+  }
+  if (j.state() == herd::v1::JOB_COMPLETED) {
+    const auto& r = j.result();
+    std::printf("result    %lld iterations, final loss %.4f, test accuracy %.4f, %.0f samples/s\n",
+                static_cast<long long>(r.iterations()), r.final_loss(), r.test_accuracy(),
+                r.samples_per_second());
+    for (const auto& [name, value] : r.metrics()) {
+      std::printf("metric    %s %g\n", name.c_str(), value);
+    }
+  }
+  if (scheduler::IsTerminal(j.state())) {
+    std::printf("wall time %.1f s from submission to the end\n", j.wall_seconds());
+  }
   std::printf("epoch     %llu from iteration %lld: %s\n",
               static_cast<unsigned long long>(j.epoch()),
               static_cast<long long>(j.epoch_start_iteration()), j.epoch_reason().c_str());
@@ -137,7 +156,9 @@ void PrintStatus(const JobStatus& j) {
   auto table = [&](const char* title, const auto& members, bool progress) {
     std::printf("%s (%d)\n", title, members.size());
     for (const auto& m : members) {
-      std::string state = m.name().empty() ? "empty" : (m.alive() ? "alive" : "dead");
+      std::string state = m.name().empty() ? "empty"
+                          : m.finished()   ? "done"
+                                           : (m.alive() ? "alive" : "dead");
       std::string extra;
       if (progress && m.rank() < j.progress_size() && j.progress(m.rank()).iteration() >= 0) {
         const auto& p = j.progress(m.rank());
@@ -193,6 +214,9 @@ class JobCommand : public Command {
     cancel_ = common(app.add_subcommand("cancel", "Cancel a job (its processes hear it and exit)"));
     cancel_->add_option("NAME", name_, "job name")->required();
     cancel_->add_option("--reason", reason_, "Recorded in the job's status");
+    delete_ = common(app.add_subcommand(
+        "delete", "Forget a job that has ended (completed, failed, cancelled): its name is free"));
+    delete_->add_option("NAME", name_, "job name")->required();
   }
 
   int Run() override {
@@ -283,6 +307,11 @@ class JobCommand : public Command {
       }
       return kExitOk;
     }
+    if (delete_->parsed()) {
+      if (auto st = c.DeleteJob(name_); !st.ok()) return Fail(st);
+      std::printf("deleted job %s\n", name_.c_str());
+      return kExitOk;
+    }
     if (cancel_->parsed()) {
       auto job = c.CancelJob(name_, reason_);
       if (!job.ok()) return Fail(job.status());
@@ -310,7 +339,7 @@ class JobCommand : public Command {
   scheduler::ClientOptions client_;
   std::string token_file_;
   CLI::App *submit_ = nullptr, *status_ = nullptr, *list_ = nullptr, *set_mode_ = nullptr,
-           *plan_ = nullptr, *cancel_ = nullptr;
+           *plan_ = nullptr, *cancel_ = nullptr, *delete_ = nullptr;
   std::string file_, name_, reason_;
   ModeFlags mode_;
   int32_t staleness_ = 0;
@@ -320,7 +349,8 @@ class JobCommand : public Command {
 };
 
 HERD_REGISTER_COMMAND(JobCommand, "job", 20,
-                      "Client of the scheduler: submit, status, list, set-mode, plan, cancel");
+                      "Client of the scheduler: submit, status, list, set-mode, plan, cancel, "
+                      "delete");
 
 }  // namespace
 }  // namespace herd::cli

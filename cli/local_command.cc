@@ -18,12 +18,13 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/command.h"
 #include "cli/local/child_processes.h"
 #include "cli/local/progress.h"
 #include "scheduler/client/scheduler_client.h"
-#include "worker/runtime.h"
+#include "scheduler/scheduler_core.h"
 #include "worker/torch/torch_trainable.h"
 
 namespace herd::cli {
@@ -81,6 +82,7 @@ class LocalCommand final : public Command {
     if (!spec.ok()) return Fail(spec.status());
     auto st = PrepareStateDir();
     if (!st.ok()) return Fail(st);
+    if (st = PrepareTimelineDir(); !st.ok()) return Fail(st);
     // Signals are waited for by polling a flag, so the loop below can stop children in order.
     struct sigaction sa = {};
     sa.sa_handler = OnStopSignal;
@@ -132,8 +134,7 @@ class LocalCommand final : public Command {
     herd::v1::ModeSpec m;
     m.set_mode(mode);
     if (mode == "ps_async" && staleness_ != kUnset) m.set_staleness(staleness_);
-    if (!compressor_.empty() &&
-        (mode == "ps_ec" || mode == "clps" || mode == "decentralized_lp")) {
+    if (!compressor_.empty() && (mode == "ps_ec" || mode == "clps" || mode == "decentralized_lp")) {
       m.set_compressor(compressor_);
     }
     if (density_ > 0 && (mode == "sparse" || mode == "topk_allgather")) m.set_density(density_);
@@ -155,6 +156,24 @@ class LocalCommand final : public Command {
     if (ec) {
       return absl::InvalidArgumentError(
           absl::StrFormat("cannot create %s/logs: %s", state_dir_, ec.message()));
+    }
+    return absl::OkStatus();
+  }
+
+  // The timeline directory is made and checked before anything starts, so a typo costs
+  // nothing rather than the whole training.
+  absl::Status PrepareTimelineDir() const {
+    if (timeline_dir_.empty()) return absl::OkStatus();
+    std::error_code ec;
+    fs::create_directories(timeline_dir_, ec);
+    const std::string probe = (fs::path(timeline_dir_) / ".herd-write-test").string();
+    std::ofstream out(probe);
+    const bool writable = !ec && out.good() && (out << "x").flush();
+    out.close();
+    fs::remove(probe, ec);
+    if (!writable) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("--timeline %s: cannot create or write that directory", timeline_dir_));
     }
     return absl::OkStatus();
   }
@@ -215,21 +234,26 @@ class LocalCommand final : public Command {
            "--threads", std::to_string(2 * workers_ + 4), "--durability", "every-k:100"},
           LogOf(name));
       if (!st.ok()) return Fail(st);
+      shard_children_.push_back(name);
     }
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     for (int w = 0; w < workers_; ++w) {
       const std::string name = absl::StrFormat("worker-%d", w);
-      std::vector<std::string> args = {"worker", "--scheduler", *address, "--job", job_,
-                                       "--name", name, "--rank", std::to_string(w),
-                                       "--result-file", Path(name + ".json"), "--threads",
+      std::vector<std::string> args = {"worker",
+                                       "--scheduler",
+                                       *address,
+                                       "--job",
+                                       job_,
+                                       "--name",
+                                       name,
+                                       "--rank",
+                                       std::to_string(w),
+                                       "--threads",
                                        std::to_string(std::max(1, cores / workers_)),
-                                       "--fusion-threshold", std::to_string(fusion_kib_)};
+                                       "--fusion-threshold",
+                                       std::to_string(fusion_kib_)};
       if (tune_fusion_) args.push_back("--tune-fusion");
-      if (!timeline_dir_.empty()) {
-        std::error_code ec;
-        fs::create_directories(timeline_dir_, ec);
-        args.insert(args.end(), {"--timeline", timeline_dir_});
-      }
+      if (!timeline_dir_.empty()) args.insert(args.end(), {"--timeline", timeline_dir_});
       if (!data_dir_.empty()) args.insert(args.end(), {"--data-dir", data_dir_});
       auto st = children_.Start(name, args, LogOf(name));
       if (!st.ok()) return Fail(st);
@@ -239,24 +263,26 @@ class LocalCommand final : public Command {
     const int64_t per_epoch = std::max<int64_t>(1, samples / workers_ / batch_size_);
     ProgressLine progress(::isatty(STDERR_FILENO) != 0, per_epoch, per_epoch * epochs_,
                           batch_size_);
+    // Until every process of the job has exited on its own: the workers when they finished,
+    // the shards when the scheduler says the job completed.
     int done = 0;
+    const int processes = workers_ + static_cast<int>(shard_children_.size());
     auto last_poll = std::chrono::steady_clock::now() - 1s;
-    while (done < workers_) {
+    while (done < processes) {
       if (g_stop_signal != 0) {
         progress.Finish();
-        std::fprintf(stderr, "herd local: %s: stopping every process\n",
-                     strsignal(g_stop_signal));
+        std::fprintf(stderr, "herd local: %s: stopping every process\n", strsignal(g_stop_signal));
         children_.Stop();
         return 130;
       }
       while (auto exit = children_.PollExit()) {
-        const bool worker = exit->name.rfind("worker-", 0) == 0;
-        if (worker && WIFEXITED(exit->status) && WEXITSTATUS(exit->status) == 0) {
+        if (WIFEXITED(exit->status) && WEXITSTATUS(exit->status) == 0 &&
+            exit->name != "scheduler") {
           ++done;
           continue;
         }
         progress.Finish();
-        Fail(ChildFailed(*exit));
+        Fail(JobFailure(**sched, *exit));
         std::fprintf(stderr, "herd local: stopping the job\n");
         children_.Stop();
         return kExitFailure;
@@ -271,34 +297,74 @@ class LocalCommand final : public Command {
     return Summarize(**sched, begin);
   }
 
+  // Why the job stopped, once a child exited badly: the scheduler names the process that
+  // failed first (the others exit because of it); else the child that exited.
+  absl::Status JobFailure(scheduler::SchedulerClient& sched, const ChildProcesses::Exit& exit) {
+    const auto deadline = std::chrono::steady_clock::now() + 3s;
+    for (;;) {
+      auto job = sched.GetJob(job_);
+      if (job.ok() && job->state() == herd::v1::JOB_FAILED) {
+        // herd local names every child as it registers, so the process is a child's name.
+        std::string child = exit.name;
+        for (const std::string& name : children_.Names()) {
+          if (job->failed_process().find("'" + name + "'") != std::string::npos) child = name;
+        }
+        return absl::AbortedError(absl::StrFormat(
+            "job %s failed: %s: %s\nthe end of %s's log (%s):\n%s", job_, job->failed_process(),
+            job->failure_reason(), child, LogOf(child), children_.LogTail(child)));
+      }
+      if (std::chrono::steady_clock::now() >= deadline) return ChildFailed(exit);
+      std::this_thread::sleep_for(100ms);
+    }
+  }
+
   int Summarize(scheduler::SchedulerClient& sched, std::chrono::steady_clock::time_point begin) {
-    std::ifstream in(Path("worker-0.json"));
-    std::stringstream text;
-    text << in.rdbuf();
-    auto result = worker::ParseSummaryJson(text.str());
-    if (!result.ok()) return Fail(result.status());
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     auto job = sched.GetJob(job_);
+    if (!job.ok()) return Fail(job.status());
+    if (job->state() != herd::v1::JOB_COMPLETED) {
+      return Fail(absl::InternalError(
+          absl::StrFormat("every process exited, but the scheduler has job %s %s", job_,
+                          std::string(scheduler::JobStateName(job->state())))));
+    }
+    const auto& r = job->result();
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    const std::string modes = ModesRun(*job);
     if (json_) {
       std::printf(
-          "{\"job\":\"%s\",\"mode\":\"%s\",\"model\":\"%s\",\"workers\":%d,\"servers\":%d,"
-          "\"epochs\":%d,\"iterations\":%lld,\"test_accuracy\":%.4f,\"final_loss\":%.4f,"
-          "\"samples_per_second\":%.1f,\"train_seconds\":%.2f,\"exposed_comm_seconds\":%.3f,"
-          "\"wall_seconds\":%.2f}\n",
-          job_.c_str(), mode_.c_str(), model_.c_str(), workers_,
-          job.ok() ? job->spec().servers() : 0, epochs_,
-          static_cast<long long>(result->iterations), result->test_accuracy, result->final_loss,
-          result->samples_per_second, result->seconds, result->exposed_comm_seconds, wall);
+          "{\"job\":\"%s\",\"mode\":\"%s\",\"modes\":\"%s\",\"model\":\"%s\","
+          "\"workers\":%d,\"servers\":%d,\"epochs\":%d,\"iterations\":%lld,"
+          "\"test_accuracy\":%.4f,\"final_loss\":%.4f,\"samples_per_second\":%.1f,"
+          "\"train_seconds\":%.2f,\"exposed_comm_seconds\":%.3f,\"wall_seconds\":%.2f}\n",
+          job_.c_str(), mode_.c_str(), modes.c_str(), model_.c_str(), workers_,
+          job->spec().servers(), epochs_, static_cast<long long>(r.iterations()), r.test_accuracy(),
+          r.final_loss(), r.samples_per_second(), r.train_seconds(), r.exposed_comm_seconds(),
+          wall);
       return kExitOk;
     }
-    std::printf("job %s: %s, %s, %d worker(s), %d epoch(s), %lld iterations\n", job_.c_str(),
-                mode_.c_str(), model_.c_str(), workers_, epochs_,
-                static_cast<long long>(result->iterations));
+    std::printf("job %s: %s, %d worker(s), %d epoch(s), %lld iterations: %s\n", job_.c_str(),
+                model_.c_str(), workers_, epochs_, static_cast<long long>(r.iterations()),
+                modes.c_str());
     std::printf("final loss %.4f; exposed communication %.2f s of %.2f s training (rank 0)\n",
-                result->final_loss, result->exposed_comm_seconds, result->seconds);
-    std::printf("test accuracy %.3f, %.0f samples/s, %.1f s\n", result->test_accuracy,
-                result->samples_per_second, wall);
+                r.final_loss(), r.exposed_comm_seconds(), r.train_seconds());
+    std::printf("test accuracy %.3f, %.0f samples/s, %.1f s\n", r.test_accuracy(),
+                r.samples_per_second(), wall);
     return kExitOk;
+  }
+
+  // "dear (iterations 0-199), ps_sync (200-936)": every mode the job ran, with its iterations.
+  static std::string ModesRun(const herd::v1::JobStatus& job) {
+    const int64_t total = job.result().iterations();
+    std::vector<std::string> parts;
+    const auto& schedule = job.schedule();
+    for (int i = 0; i < schedule.size(); ++i) {
+      const int64_t from = schedule[i].from_iteration();
+      const int64_t to = i + 1 < schedule.size() ? schedule[i + 1].from_iteration() : total;
+      if (from >= std::min(to, total)) continue;
+      parts.push_back(absl::StrFormat("%s (iterations %d-%d)", schedule[i].mode().mode(), from,
+                                      std::min(to, total) - 1));
+    }
+    return absl::StrJoin(parts, ", ");
   }
 
   int Fail(const absl::Status& st) {
@@ -331,6 +397,7 @@ class LocalCommand final : public Command {
   std::string data_dir_;
   std::string job_ = "local";
   bool json_ = false;
+  std::vector<std::string> shard_children_;  // the shards' child names
   ChildProcesses children_;
 };
 

@@ -1,6 +1,8 @@
 // `herd worker --scheduler ADDR --job NAME`: one training process of a job (worker/runtime.h).
-// It trains the model the job names on its shard of Fashion-MNIST and exits 0 when the job's
-// epochs are done, 1 with a message saying what went wrong otherwise.
+// It trains the model the job names on its shard of Fashion-MNIST and exits 0 when the job
+// completed; 1 with a message saying what went wrong otherwise (its own error, which fails the
+// job for every other process, or the job's: cancelled, or failed elsewhere). Every flag has an
+// environment twin (HERD_SCHEDULER, HERD_JOB, ...) so pods configure themselves.
 
 #include <algorithm>
 #include <cstdio>
@@ -10,6 +12,7 @@
 #include "cli/command.h"
 #include "common/logging.h"
 #include "proto/rpc/grpc_support.h"
+#include "scheduler/client/job_wait.h"
 #include "worker/data/idx_dataset.h"
 #include "worker/runtime.h"
 #include "worker/torch/torch_trainable.h"
@@ -20,48 +23,77 @@ namespace {
 class WorkerCommand final : public Command {
  public:
   void Configure(CLI::App& app) override {
-    app.add_option("--scheduler", options_.scheduler.address, "host:port of the scheduler")
+    auto& s = options_.session;
+    app.add_option("--scheduler", s.scheduler.address, "host:port of the scheduler")
+        ->envname("HERD_SCHEDULER")
         ->required();
-    app.add_option("--job", options_.job, "The job to join")->required();
-    app.add_option("--name", options_.name,
-                   "Stable identity with the scheduler (default: HOST-PID)");
+    app.add_option("--job", s.job, "The job to join")->envname("HERD_JOB")->required();
+    app.add_option("--name", s.name,
+                   "Stable identity with the scheduler; a restarted process with the same name "
+                   "takes its slot back (default: HOST-PID)")
+        ->envname("HERD_NAME");
     app.add_option("--rank", rank_, "Ask for this rank (default: the lowest free one)")
+        ->envname("HERD_RANK")
         ->check(CLI::Range(0, 65535));
+    app.add_option("--wait-for-job", wait_for_job_,
+                   "How long to wait for the job to be submitted (300, 90s, 5m)")
+        ->envname("HERD_WAIT_FOR_JOB")
+        ->capture_default_str();
+    app.add_option("--transport", transport_,
+                   "Backend of the collectives: ucx (host memory) or nccl (GPU memory)")
+        ->envname("HERD_TRANSPORT")
+        ->capture_default_str();
     app.add_option("--data-dir", data_dir_, "Directory of the Fashion-MNIST IDX files")
+        ->envname("HERD_DATA_DIR")
         ->capture_default_str();
     app.add_option("--threads", threads_,
                    "torch threads of this process (0: the cores divided by the job's workers)")
+        ->envname("HERD_THREADS")
         ->check(CLI::Range(0, 256));
-    app.add_option("--timeline", options_.timeline_dir,
-                   "Write a Chrome-trace timeline to DIR/worker-RANK.json");
-    app.add_option("--result-file", options_.result_file, "Write the JSON summary to this file");
+    app.add_option("--timeline", s.timeline_dir,
+                   "Write a Chrome-trace timeline to DIR/worker-RANK.json")
+        ->envname("HERD_TIMELINE");
+    app.add_option("--result-file", options_.result_file,
+                   "Write this worker's result (JSON) to this file");
     app.add_option("--timeout", timeout_s_, "Seconds any communication may wait")
+        ->envname("HERD_TIMEOUT")
         ->check(CLI::Range(1, 86400));
     app.add_option("--start-timeout", start_timeout_s_,
                    "Seconds to wait for the job's other processes to register")
+        ->envname("HERD_START_TIMEOUT")
         ->check(CLI::Range(1, 86400));
     app.add_option("--fusion-threshold", fusion_kib_,
                    "Fusion bucket bound in KiB (allreduce, lp, dear)")
         ->check(CLI::Range(0, 1 << 20));
-    app.add_flag("--tune-fusion", options_.fusion.tune,
+    app.add_flag("--tune-fusion", s.fusion.tune,
                  "dear: tune the fusion threshold online (Bayesian optimisation)");
-    app.add_option("--tune-trials", options_.fusion.tune_trials, "Trials of the fusion tuner")
+    app.add_option("--tune-trials", s.fusion.tune_trials, "Trials of the fusion tuner")
         ->check(CLI::Range(1, 1000));
-    app.add_option("--token-file", token_file_, "Bearer token for the scheduler and shards");
-    app.add_flag("--scheduler-tls", options_.scheduler.tls, "Connect to the scheduler with TLS");
-    app.add_option("--scheduler-ca", options_.scheduler.tls_ca_file,
-                   "PEM roots of the scheduler's certificate");
+    app.add_option("--token-file", token_file_, "Bearer token for the scheduler and shards")
+        ->envname("HERD_TOKEN_FILE");
+    app.add_flag("--scheduler-tls", s.scheduler.tls, "Connect to the scheduler with TLS")
+        ->envname("HERD_SCHEDULER_TLS");
+    app.add_option("--scheduler-ca", s.scheduler.tls_ca_file,
+                   "PEM roots of the scheduler's certificate")
+        ->envname("HERD_SCHEDULER_CA");
   }
 
   int Run() override {
-    if (rank_ >= 0) options_.rank = rank_;
-    options_.timeout = std::chrono::seconds(timeout_s_);
-    options_.start_timeout = std::chrono::seconds(start_timeout_s_);
-    options_.fusion.threshold_bytes = static_cast<size_t>(fusion_kib_) << 10;
+    auto& s = options_.session;
+    if (rank_ >= 0) s.rank = rank_;
+    s.timeout = std::chrono::seconds(timeout_s_);
+    s.start_timeout = std::chrono::seconds(start_timeout_s_);
+    s.fusion.threshold_bytes = static_cast<size_t>(fusion_kib_) << 10;
+    auto wait = scheduler::ParseDurationFlag(wait_for_job_);
+    if (!wait.ok()) return Fail(wait.status());
+    s.wait_for_job = *wait;
+    auto backend = transport::ParseBackend(transport_);
+    if (!backend.ok()) return Fail(backend.status());
+    s.transport = *backend;
     if (!token_file_.empty()) {
       auto token = rpc::ReadTokenFile(token_file_);
       if (!token.ok()) return Fail(token.status());
-      options_.scheduler.token = *token;
+      s.scheduler.token = *token;
     }
     auto factory = [this](const worker::TrainableRequest& req)
         -> absl::StatusOr<std::unique_ptr<worker::Trainable>> {
@@ -89,9 +121,10 @@ class WorkerCommand final : public Command {
       o.test = std::move(*test);
       return worker::MakeTorchTrainable(std::move(o));
     };
-    auto summary = worker::RunWorker(options_, factory);
-    if (!summary.ok()) return Fail(summary.status());
-    Log().info("worker {}: done: {}", summary->rank, worker::SummaryJson(*summary));
+    auto result = worker::RunWorker(options_, factory);
+    if (!result.ok()) return Fail(result.status());
+    Log().info("worker: done: {} iterations, final loss {:.4f}", result->iterations(),
+               result->final_loss());
     return kExitOk;
   }
 
@@ -104,6 +137,8 @@ class WorkerCommand final : public Command {
   worker::WorkerOptions options_;
   int rank_ = -1;
   std::string data_dir_ = worker::kFashionMnistDir;
+  std::string wait_for_job_ = "5m";
+  std::string transport_ = "ucx";
   int threads_ = 0;
   int timeout_s_ = 120;
   int start_timeout_s_ = 120;

@@ -221,10 +221,8 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& in) {
         absl::StrFormat("job '%s': servers must be between 0 and %d, got %d", in.name(),
                         kMaxProcesses, in.servers()));
   }
-  if (in.tensors().empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("job '%s' lists no tensors; give the model's tensor layout", in.name()));
-  }
+  // No tensors: the first worker declares its model's layout (DeclareModel), and the job
+  // starts once it has.
   if (in.tensors_size() > kMaxTensors) {
     return absl::InvalidArgumentError(absl::StrFormat("job '%s' lists %d tensors, more than %d",
                                                       in.name(), in.tensors_size(), kMaxTensors));

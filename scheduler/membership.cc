@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "scheduler/plan_builder.h"
 #include "scheduler/scheduler_core.h"
 
 namespace herd::scheduler {
@@ -15,6 +16,10 @@ namespace {
 constexpr size_t kMaxNameBytes = 128;
 constexpr size_t kMaxAddressBytes = 256;
 constexpr size_t kMaxUcxAddressBytes = 64 * 1024;
+
+// ps_async goes on with the live workers (its shards' staleness bound ignores dead ones);
+// every other mode exchanges with, or waits for, all of them.
+bool ModeNeedsEveryWorker(const herd::v1::ModeSpec& mode) { return mode.mode() != "ps_async"; }
 
 std::string_view RoleName(herd::v1::Role role) {
   return role == herd::v1::ROLE_SERVER ? "server" : "worker";
@@ -157,8 +162,8 @@ absl::StatusOr<herd::v1::HeartbeatResponse> SchedulerCore::Heartbeat(
   resp.set_epoch(job->status.epoch());
   resp.set_job_state(job->status.state());
   NodeRef ref;
-  if (job->status.state() == herd::v1::JOB_CANCELLED) {
-    // A node of a cancelled job hears it here and exits; it is not an error to ask.
+  if (IsTerminal(job->status.state())) {
+    // A node of a job that ended hears it here and exits; it is not an error to ask.
     if (!nodes_.contains(req.node_id())) {
       return absl::NotFoundError(absl::StrFormat(
           "heartbeat: node id %d is not registered in job '%s'", req.node_id(), req.job()));
@@ -178,15 +183,18 @@ void SchedulerCore::DetectFailures() {
   if (shutdown_) return;
   const auto now = Clock::now();
   for (auto& [name, job] : jobs_) {
-    if (job.status.state() == herd::v1::JOB_CANCELLED) continue;
+    if (IsTerminal(job.status.state())) continue;
     herd::v1::JobStatus next = job.status;
     std::vector<std::string> dead;
+    int dead_workers = 0;
     auto sweep = [&](auto* slots, const std::vector<Clock::time_point>& seen, herd::v1::Role role) {
       for (int i = 0; i < slots->size(); ++i) {
         herd::v1::Member* m = slots->Mutable(i);
         const auto silent = now - seen[static_cast<size_t>(i)];
-        if (!m->alive() || silent <= options_.heartbeat_timeout) continue;
+        // A worker that finished its iterations stops heartbeating on purpose.
+        if (!m->alive() || m->finished() || silent <= options_.heartbeat_timeout) continue;
         m->set_alive(false);
+        dead_workers += role == herd::v1::ROLE_WORKER;
         dead.push_back(
             absl::StrFormat("%s declared dead: no heartbeat for %d ms", DescribeMember(role, *m),
                             std::chrono::duration_cast<std::chrono::milliseconds>(silent).count()));
@@ -195,7 +203,22 @@ void SchedulerCore::DetectFailures() {
     sweep(next.mutable_workers(), job.worker_seen, herd::v1::ROLE_WORKER);
     sweep(next.mutable_servers(), job.server_seen, herd::v1::ROLE_SERVER);
     if (dead.empty()) continue;
-    AdvanceEpoch(next, absl::StrJoin(dead, "; "));
+    const std::string why = absl::StrJoin(dead, "; ");
+    // A running job whose mode needs every worker cannot go on without one: it fails, naming
+    // the worker, so every survivor stops within a heartbeat instead of waiting out its
+    // collective's deadline. (A shard that dies is expected back on its state directory.)
+    const auto& mode = ModeAt(next, next.completed_iteration() + 1);
+    if (dead_workers > 0 && next.state() == herd::v1::JOB_RUNNING && ModeNeedsEveryWorker(mode)) {
+      next.set_failed_process("the scheduler's failure detector");
+      next.set_failure_reason(absl::StrFormat("%s; mode %s needs all %d workers", why, mode.mode(),
+                                              next.spec().workers()));
+      EndJob(next, herd::v1::JOB_FAILED, "failed: " + next.failure_reason());
+      if (auto st = CommitEnding(job, std::move(next)); !st.ok()) {
+        Log().error("scheduler: {}", std::string(st.message()));
+      }
+      continue;
+    }
+    AdvanceEpoch(next, why);
     if (auto st = Commit(job, std::move(next), next_node_id_, /*sync=*/true); !st.ok()) {
       // Retried at the next pass; the nodes stay alive until the state records their death.
       Log().error("scheduler: {}", std::string(st.message()));

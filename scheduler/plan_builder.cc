@@ -1,5 +1,6 @@
 #include "scheduler/plan_builder.h"
 
+#include "absl/strings/str_format.h"
 #include "common/dtype.h"
 #include "scheduler/job_spec.h"
 #include "scheduler/plan/shard_map.h"
@@ -12,8 +13,7 @@ using herd::v1::Plan;
 
 std::vector<int> ParticipatingRanks(const JobStatus& job) {
   std::vector<int> ranks;
-  const bool started =
-      job.state() == herd::v1::JOB_RUNNING || job.state() == herd::v1::JOB_DEGRADED;
+  const bool started = job.state() != herd::v1::JOB_PENDING;
   for (int r = 0; r < job.spec().workers(); ++r) {
     if (!started || (r < job.workers_size() && job.workers(r).alive())) ranks.push_back(r);
   }
@@ -38,6 +38,11 @@ Plan BuildPlan(const JobStatus& job, int64_t iteration) {
   plan.set_iteration(iteration);
   plan.set_seed(spec.seed());
   plan.set_world_size(world);
+  plan.set_job_state(job.state());
+  if (job.state() == herd::v1::JOB_CANCELLED) plan.set_end_reason(job.cancel_reason());
+  if (job.state() == herd::v1::JOB_FAILED) {
+    plan.set_end_reason(absl::StrFormat("%s: %s", job.failed_process(), job.failure_reason()));
+  }
   const auto& mode = ModeAt(job, iteration);
   *plan.mutable_mode() = mode;
 

@@ -16,19 +16,41 @@ namespace herd::scheduler {
 using herd::v1::JobState;
 using herd::v1::JobStatus;
 
+namespace {
+
+// ": <why>" for a job that ended with a reason, "" otherwise.
+std::string EndReasonSuffix(const JobStatus& s) {
+  if (s.state() == herd::v1::JOB_CANCELLED && !s.cancel_reason().empty()) {
+    return ": " + s.cancel_reason();
+  }
+  if (s.state() == herd::v1::JOB_FAILED && !s.failure_reason().empty()) {
+    return ": " + s.failure_reason();
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string_view JobStateName(JobState state) {
   switch (state) {
     case herd::v1::JOB_PENDING:
       return "PENDING";
     case herd::v1::JOB_RUNNING:
       return "RUNNING";
-    case herd::v1::JOB_DEGRADED:
-      return "DEGRADED";
+    case herd::v1::JOB_COMPLETED:
+      return "COMPLETED";
+    case herd::v1::JOB_FAILED:
+      return "FAILED";
     case herd::v1::JOB_CANCELLED:
       return "CANCELLED";
     default:
       return "UNSPECIFIED";
   }
+}
+
+bool IsTerminal(JobState state) {
+  return state == herd::v1::JOB_COMPLETED || state == herd::v1::JOB_FAILED ||
+         state == herd::v1::JOB_CANCELLED;
 }
 
 std::string DescribeMember(herd::v1::Role role, const herd::v1::Member& m) {
@@ -127,9 +149,11 @@ absl::StatusOr<SchedulerCore::Job*> SchedulerCore::FindJob(std::string_view name
 absl::StatusOr<SchedulerCore::Job*> SchedulerCore::FindActiveJob(std::string_view name,
                                                                  std::string_view action) {
   HERD_ASSIGN_OR_RETURN(Job * job, FindJob(name));
-  if (job->status.state() == herd::v1::JOB_CANCELLED) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "cannot %s: job '%s' was cancelled (%s)", action, name, job->status.cancel_reason()));
+  const JobStatus& s = job->status;
+  if (IsTerminal(s.state())) {
+    return absl::FailedPreconditionError(absl::StrFormat("cannot %s: job '%s' has ended (%s%s)",
+                                                         action, name, JobStateName(s.state()),
+                                                         EndReasonSuffix(s)));
   }
   return job;
 }
@@ -178,14 +202,13 @@ absl::Status SchedulerCore::CheckEpoch(const Job& job, uint64_t epoch, std::stri
 }
 
 void SchedulerCore::AdvanceEpoch(JobStatus& next, std::string reason) {
-  if (next.state() != herd::v1::JOB_CANCELLED) {
-    bool all_alive = true;
+  if (next.state() == herd::v1::JOB_PENDING) {
+    // A job starts once every process is there and the model's layout is known (the spec's,
+    // or the first worker's declaration); it never goes back to PENDING.
+    bool all_alive = next.spec().tensors_size() > 0;
     for (const auto& m : next.workers()) all_alive &= m.alive();
     for (const auto& m : next.servers()) all_alive &= m.alive();
-    const bool started =
-        next.state() == herd::v1::JOB_RUNNING || next.state() == herd::v1::JOB_DEGRADED;
-    next.set_state(all_alive ? herd::v1::JOB_RUNNING
-                             : (started ? herd::v1::JOB_DEGRADED : herd::v1::JOB_PENDING));
+    if (all_alive) next.set_state(herd::v1::JOB_RUNNING);
   }
   // The new epoch begins after the last iteration every live worker finished: the iteration in
   // flight when membership changed is run again with the new membership.
@@ -285,6 +308,13 @@ absl::StatusOr<JobStatus> SchedulerCore::SetMode(const herd::v1::SetModeRequest&
     return absl::InvalidArgumentError(
         absl::StrFormat("--from-iteration must be >= 0, got %d", from));
   }
+  const int64_t planned = job->status.planned_iterations();
+  if (planned > 0 && from >= planned) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "cannot switch job '%s' to '%s' from iteration %d: the job runs %d iterations (0..%d), "
+        "so the switch would never take effect",
+        req.job(), mode.mode(), from, planned, planned - 1));
+  }
   if (from < earliest) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "cannot switch job '%s' to '%s' from iteration %d: workers have already begun iteration "
@@ -308,23 +338,6 @@ absl::StatusOr<JobStatus> SchedulerCore::SetMode(const herd::v1::SetModeRequest&
   }
   AdvanceEpoch(next, absl::StrFormat("mode switch to '%s' from iteration %d", mode.mode(), from));
   HERD_RETURN_IF_ERROR(Commit(*job, std::move(next), next_node_id_, /*sync=*/true));
-  return job->status;
-}
-
-absl::StatusOr<JobStatus> SchedulerCore::CancelJob(std::string_view name, std::string_view reason) {
-  std::lock_guard<std::mutex> lock(mu_);
-  HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(name, "cancel the job"));
-  JobStatus next = job->status;
-  next.set_state(herd::v1::JOB_CANCELLED);
-  next.set_cancel_reason(reason.empty() ? std::string("cancelled by the operator")
-                                        : std::string(reason));
-  AdvanceEpoch(next, absl::StrFormat("cancelled: %s", next.cancel_reason()));
-  HERD_RETURN_IF_ERROR(Commit(*job, std::move(next), next_node_id_, /*sync=*/true));
-  // The bootstrap data of a cancelled job is of no further use.
-  if (auto st = db_->DeleteKvOfJob(name); !st.ok()) {
-    Log().warn("scheduler: {}", std::string(st.message()));
-  }
-  job->kv.clear();
   return job->status;
 }
 

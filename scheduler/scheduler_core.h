@@ -62,13 +62,28 @@ class SchedulerCore {
   absl::StatusOr<herd::v1::JobStatus> GetJob(std::string_view name);
   std::vector<herd::v1::JobStatus> ListJobs();
   absl::StatusOr<herd::v1::JobStatus> SetMode(const herd::v1::SetModeRequest& req);
+
+  // The job's life after submission (lifecycle.cc): a terminal state (COMPLETED, FAILED,
+  // CANCELLED) bumps the epoch so every process hears it, and drops the bootstrap store.
   absl::StatusOr<herd::v1::JobStatus> CancelJob(std::string_view name, std::string_view reason);
+  // A worker declares its model's layout (sets the job's when the spec listed none; must match
+  // it otherwise: FAILED_PRECONDITION names the first tensor that differs) and its planned
+  // iteration count.
+  absl::StatusOr<herd::v1::JobStatus> DeclareModel(const herd::v1::DeclareModelRequest& req);
+  // A worker finished its iterations; when every worker has, the job is COMPLETED.
+  absl::StatusOr<herd::v1::JobStatus> FinishWorker(const herd::v1::FinishWorkerRequest& req);
+  // A process met an error it cannot recover from: the job is FAILED (the first ending wins;
+  // a job that already ended is returned as it is).
+  absl::StatusOr<herd::v1::JobStatus> FailJob(const herd::v1::FailJobRequest& req);
+  // Forgets a job that has ended, so its name can be used again. FAILED_PRECONDITION for a
+  // job that has not ended (cancel it first).
+  absl::Status DeleteJob(std::string_view name);
 
   // Plans, progress and synchronisation (sync.cc).
   absl::StatusOr<herd::v1::Plan> GetPlan(const herd::v1::GetPlanRequest& req);
   // Waits until the job's epoch exceeds `after_epoch` and returns the plan of the new epoch's
-  // first iteration; std::nullopt when the deadline passes first. A cancelled job answers
-  // with its last plan at once (its epoch was bumped by the cancellation).
+  // first iteration; std::nullopt when the deadline passes first. A job that ended answers
+  // with its last plan at once (every ending bumps the epoch); the plan's job_state says so.
   absl::StatusOr<std::optional<herd::v1::Plan>> WaitForEpoch(std::string_view job,
                                                              uint64_t after_epoch,
                                                              Deadline deadline);
@@ -106,7 +121,7 @@ class SchedulerCore {
 
   absl::StatusOr<Job*> FindJob(std::string_view name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The live-job lookup of every call that acts on a job: NOT_FOUND, or FAILED_PRECONDITION
-  // for a cancelled job.
+  // for a job that has ended.
   absl::StatusOr<Job*> FindActiveJob(std::string_view name, std::string_view action)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The member `node_id` of `job`: NOT_FOUND when unknown, FAILED_PRECONDITION when dead.
@@ -116,9 +131,14 @@ class SchedulerCore {
   // Stale or future epochs (0 means "current").
   static absl::Status CheckEpoch(const Job& job, uint64_t epoch, std::string_view action);
 
-  // Starts a new epoch on `next` (a copy of a job's status): recomputes the job state and
-  // the completed iteration and sets the epoch's first iteration to the one after it.
+  // Starts a new epoch on `next` (a copy of a job's status): moves a PENDING job whose
+  // processes are all there (and whose layout is known) to RUNNING, recomputes the completed
+  // iteration and sets the epoch's first iteration to the one after it.
   static void AdvanceEpoch(herd::v1::JobStatus& next, std::string reason);
+  // Ends the job in `next` with a terminal state and a new epoch (the caller commits it).
+  static void EndJob(herd::v1::JobStatus& next, herd::v1::JobState state, std::string reason);
+  // Commits an ending built by EndJob and drops the job's bootstrap store.
+  absl::Status CommitEnding(Job& job, herd::v1::JobStatus next) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Persists `next` and only then installs it, so a failed write changes nothing. When the
   // epoch changed, clears the barriers; wakes every waiter.
   absl::Status Commit(Job& job, herd::v1::JobStatus next, uint64_t next_node_id, bool sync)
@@ -142,5 +162,7 @@ class SchedulerCore {
 // Names used in messages: "worker 'w3' (rank 3)", "server 's0' (shard 0)".
 std::string DescribeMember(herd::v1::Role role, const herd::v1::Member& m);
 std::string_view JobStateName(herd::v1::JobState state);
+// COMPLETED, FAILED and CANCELLED: nothing runs any more, every process exits.
+bool IsTerminal(herd::v1::JobState state);
 
 }  // namespace herd::scheduler

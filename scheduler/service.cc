@@ -63,6 +63,26 @@ class SchedulerService final : public herd::v1::Scheduler::Service {
     return Answer(
         ctx, [&] { return core_->CancelJob(req->name(), req->reason()); }, resp);
   }
+  grpc::Status DeleteJob(ServerContext* ctx, const herd::v1::DeleteJobRequest* req,
+                         herd::v1::DeleteJobResponse*) override {
+    if (auto st = Authenticate(ctx); !st.ok()) return st;
+    return ToGrpc(core_->DeleteJob(req->name()));
+  }
+  grpc::Status DeclareModel(ServerContext* ctx, const herd::v1::DeclareModelRequest* req,
+                            herd::v1::JobStatus* resp) override {
+    return Answer(
+        ctx, [&] { return core_->DeclareModel(*req); }, resp);
+  }
+  grpc::Status FinishWorker(ServerContext* ctx, const herd::v1::FinishWorkerRequest* req,
+                            herd::v1::JobStatus* resp) override {
+    return Answer(
+        ctx, [&] { return core_->FinishWorker(*req); }, resp);
+  }
+  grpc::Status FailJob(ServerContext* ctx, const herd::v1::FailJobRequest* req,
+                       herd::v1::JobStatus* resp) override {
+    return Answer(
+        ctx, [&] { return core_->FailJob(*req); }, resp);
+  }
   grpc::Status GetPlan(ServerContext* ctx, const herd::v1::GetPlanRequest* req,
                        herd::v1::Plan* resp) override {
     return Answer(
@@ -79,7 +99,7 @@ class SchedulerService final : public herd::v1::Scheduler::Service {
       if (!plan->has_value()) continue;
       seen = (*plan)->epoch();
       if (!writer->Write(**plan)) return grpc::Status::OK;  // the client is gone
-      if ((*plan)->job_cancelled()) return grpc::Status::OK;
+      if (IsTerminal((*plan)->job_state())) return grpc::Status::OK;
     }
     return grpc::Status(grpc::StatusCode::CANCELLED, "the client cancelled the watch");
   }

@@ -103,4 +103,14 @@ absl::Status StateDb::DeleteKvOfJob(std::string_view job) {
                    "deleting the store of job " + std::string(job), dir_);
 }
 
+absl::Status StateDb::DeleteJob(std::string_view job) {
+  rocksdb::WriteBatch batch;
+  batch.Delete(absl::StrFormat("%s%s", kJobPrefix, job));
+  batch.DeleteRange(absl::StrFormat("%s%s/", kKvPrefix, job),
+                    absl::StrFormat("%s%s0", kKvPrefix, job));  // '0' follows '/'
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  return FromRocks(db_->Write(wo, &batch), "deleting job " + std::string(job), dir_);
+}
+
 }  // namespace herd::scheduler

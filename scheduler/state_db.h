@@ -40,6 +40,8 @@ class StateDb {
   absl::Status PutJob(const herd::v1::JobStatus& job, uint64_t next_node_id, bool sync);
   absl::Status PutKv(std::string_view job, std::string_view key, std::string_view value);
   absl::Status DeleteKvOfJob(std::string_view job);
+  // Removes the job's record and its store keys in one atomic, synced batch.
+  absl::Status DeleteJob(std::string_view job);
 
  private:
   StateDb(std::unique_ptr<rocksdb::DB> db, std::string dir);

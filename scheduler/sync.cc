@@ -24,10 +24,15 @@ absl::Status ShuttingDown(std::string_view action) {
 
 absl::StatusOr<herd::v1::Plan> SchedulerCore::GetPlan(const herd::v1::GetPlanRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
-  HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(req.job(), "plan an iteration"));
   if (req.iteration() < 0) {
     return absl::InvalidArgumentError(
         absl::StrFormat("iteration must be >= 0, got %d", req.iteration()));
+  }
+  HERD_ASSIGN_OR_RETURN(Job * job, FindJob(req.job()));
+  // A job that ended answers with its last plan, which says so (job_state, end_reason): the
+  // process asking learns it must stop.
+  if (IsTerminal(job->status.state())) {
+    return BuildPlan(job->status, job->status.epoch_start_iteration());
   }
   HERD_RETURN_IF_ERROR(CheckEpoch(*job, req.epoch(), "plan an iteration"));
   if (req.iteration() < job->status.epoch_start_iteration()) {
@@ -56,15 +61,12 @@ absl::StatusOr<std::optional<herd::v1::Plan>> SchedulerCore::WaitForEpoch(std::s
                                                                           uint64_t after_epoch,
                                                                           Deadline deadline) {
   std::unique_lock<std::mutex> lock(mu_);
-  HERD_ASSIGN_OR_RETURN(Job * job, FindJob(name));
   while (true) {
     if (shutdown_) return ShuttingDown("watch the plan");
+    // Looked up again after every wait: the job may have been deleted meanwhile.
+    HERD_ASSIGN_OR_RETURN(Job * job, FindJob(name));
     const auto& s = job->status;
-    if (s.epoch() > after_epoch) {
-      herd::v1::Plan plan = BuildPlan(s, s.epoch_start_iteration());
-      plan.set_job_cancelled(s.state() == herd::v1::JOB_CANCELLED);
-      return plan;
-    }
+    if (s.epoch() > after_epoch) return BuildPlan(s, s.epoch_start_iteration());
     if (deadline.expired()) return std::optional<herd::v1::Plan>();
     WaitChanged(lock, deadline);
   }
@@ -111,9 +113,12 @@ absl::StatusOr<herd::v1::BarrierResponse> SchedulerCore::Barrier(
   while (true) {
     WaitChanged(lock, deadline);
     if (shutdown_) return ShuttingDown("wait at a barrier");
-    if (job->status.state() == herd::v1::JOB_CANCELLED) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "job '%s' was cancelled while %s waited at barrier '%s'", req.job(), who, req.name()));
+    // Looked up again after every wait: a job that ended may have been deleted meanwhile.
+    HERD_ASSIGN_OR_RETURN(job, FindJob(req.job()));
+    if (IsTerminal(job->status.state())) {
+      return absl::FailedPreconditionError(
+          absl::StrFormat("job '%s' ended (%s) while %s waited at barrier '%s'", req.job(),
+                          JobStateName(job->status.state()), who, req.name()));
     }
     if (job->status.epoch() != epoch) {
       // ABORTED, not UNAVAILABLE: a blind retry would enter the barrier of the new epoch.

@@ -68,6 +68,12 @@ std::optional<ChildProcesses::Exit> ChildProcesses::PollExit() {
   return std::nullopt;
 }
 
+std::vector<std::string> ChildProcesses::Names() const {
+  std::vector<std::string> out;
+  for (const auto& c : children_) out.push_back(c.name);
+  return out;
+}
+
 bool ChildProcesses::Running(const std::string& name) const {
   for (const Child& c : children_) {
     if (c.name == name) return !c.reaped;

@@ -31,6 +31,8 @@ class ChildProcesses {
   // A child that exited since the last call (without waiting), if any.
   std::optional<Exit> PollExit();
   bool Running(const std::string& name) const;
+  // The names of every child started, in start order.
+  std::vector<std::string> Names() const;
   // SIGTERM to the named children (all when empty), then SIGKILL to those still there after
   // `grace_ms`; reaps them.
   void Stop(const std::vector<std::string>& names = {}, int grace_ms = 5000);

@@ -53,6 +53,22 @@ class GrpcSchedulerClient final : public SchedulerClient {
     req.set_reason(reason);
     return Unary<herd::v1::JobStatus>(req, &Stub::CancelJob, "CancelJob");
   }
+  absl::Status DeleteJob(const std::string& name) override {
+    herd::v1::DeleteJobRequest req;
+    req.set_name(name);
+    return Unary<herd::v1::DeleteJobResponse>(req, &Stub::DeleteJob, "DeleteJob").status();
+  }
+  absl::StatusOr<herd::v1::JobStatus> DeclareModel(
+      const herd::v1::DeclareModelRequest& req) override {
+    return Unary<herd::v1::JobStatus>(req, &Stub::DeclareModel, "DeclareModel");
+  }
+  absl::StatusOr<herd::v1::JobStatus> FinishWorker(
+      const herd::v1::FinishWorkerRequest& req) override {
+    return Unary<herd::v1::JobStatus>(req, &Stub::FinishWorker, "FinishWorker");
+  }
+  absl::StatusOr<herd::v1::JobStatus> FailJob(const herd::v1::FailJobRequest& req) override {
+    return Unary<herd::v1::JobStatus>(req, &Stub::FailJob, "FailJob");
+  }
   absl::StatusOr<herd::v1::Plan> GetPlan(const herd::v1::GetPlanRequest& req) override {
     return Unary<herd::v1::Plan>(req, &Stub::GetPlan, "GetPlan");
   }

@@ -42,8 +42,14 @@ class SchedulerClient {
   virtual absl::StatusOr<herd::v1::JobStatus> SetMode(const herd::v1::SetModeRequest& req) = 0;
   virtual absl::StatusOr<herd::v1::JobStatus> CancelJob(const std::string& name,
                                                         const std::string& reason) = 0;
+  virtual absl::Status DeleteJob(const std::string& name) = 0;
+  virtual absl::StatusOr<herd::v1::JobStatus> DeclareModel(
+      const herd::v1::DeclareModelRequest& req) = 0;
+  virtual absl::StatusOr<herd::v1::JobStatus> FinishWorker(
+      const herd::v1::FinishWorkerRequest& req) = 0;
+  virtual absl::StatusOr<herd::v1::JobStatus> FailJob(const herd::v1::FailJobRequest& req) = 0;
   virtual absl::StatusOr<herd::v1::Plan> GetPlan(const herd::v1::GetPlanRequest& req) = 0;
-  // Streams plans until `on_plan` returns false, the job is cancelled, the stream fails or
+  // Streams plans until `on_plan` returns false, the job ends, the stream fails or
   // the deadline passes (then OK: the caller asked to watch for that long).
   virtual absl::Status WatchPlan(const herd::v1::WatchPlanRequest& req, Deadline deadline,
                                  const std::function<bool(const herd::v1::Plan&)>& on_plan) = 0;

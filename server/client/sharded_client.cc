@@ -157,35 +157,31 @@ absl::StatusOr<int64_t> ShardedPsClient::PushPull(int64_t round,
                                                   std::vector<std::vector<float>>* params) {
   params->resize(grads.size());
   for (size_t t = 0; t < grads.size(); ++t) (*params)[t].resize(grads[t].size());
+  auto per_shard = MakePushes(round, grads, nullptr);
   std::vector<int64_t> min_version(clients_.size(), INT64_MAX);
   HERD_RETURN_IF_ERROR(ForEachShard([&](int s) -> absl::Status {
-    std::vector<PushChunk> chunks;
-    for (const auto& c : options_.chunks) {
-      if (c.server != s) continue;
-      PushChunk p;
-      p.set_job(options_.job);
-      p.set_worker(options_.worker);
-      p.set_tensor(c.key.tensor);
-      p.set_chunk(c.key.chunk);
-      p.set_round(round);
-      p.set_dtype("fp32");
-      p.set_data(BytesOf(grads[c.key.tensor].data() + c.offset, c.count));
-      chunks.push_back(std::move(p));
-    }
     std::vector<PullChunk> pulled;
-    HERD_RETURN_IF_ERROR(RoundOnShard(s, round, chunks, &pulled));
+    HERD_RETURN_IF_ERROR(RoundOnShard(s, round, per_shard[s], &pulled));
     for (const auto& p : pulled) {
-      HERD_ASSIGN_OR_RETURN(const ChunkPlacement* c, Find(s, p));
-      if (p.data().size() != static_cast<size_t>(c->count) * 4) {
-        return absl::DataLossError(absl::StrFormat("shard %d answered %d bytes for key %s", s,
-                                                   p.data().size(), KeyName(c->key)));
-      }
-      std::memcpy((*params)[c->key.tensor].data() + c->offset, p.data().data(), p.data().size());
+      HERD_RETURN_IF_ERROR(CopyPulled(s, p, params));
       min_version[s] = std::min(min_version[s], p.version());
     }
     return absl::OkStatus();
   }));
   return *std::min_element(min_version.begin(), min_version.end());
+}
+
+absl::Status ShardedPsClient::CopyPulled(int shard, const PullChunk& p,
+                                         std::vector<std::vector<float>>* params) const {
+  HERD_ASSIGN_OR_RETURN(const ChunkPlacement* c, Find(shard, p));
+  auto& t = (*params)[c->key.tensor];
+  if (t.size() < static_cast<size_t>(c->offset + c->count)) t.resize(c->offset + c->count);
+  if (p.data().size() != static_cast<size_t>(c->count) * 4) {
+    return absl::DataLossError(absl::StrFormat("shard %d answered %d bytes for key %s", shard,
+                                               p.data().size(), KeyName(c->key)));
+  }
+  std::memcpy(t.data() + c->offset, p.data().data(), p.data().size());
+  return absl::OkStatus();
 }
 
 std::vector<std::vector<PushChunk>> ShardedPsClient::MakePushes(
@@ -258,14 +254,7 @@ absl::StatusOr<int64_t> ShardedPsClient::Pull(int64_t min_version,
     req.set_min_version(min_version);
     HERD_ASSIGN_OR_RETURN(auto pulled, clients_[s]->Pull(req));
     for (const auto& p : pulled) {
-      HERD_ASSIGN_OR_RETURN(const ChunkPlacement* c, Find(s, p));
-      auto& t = (*params)[c->key.tensor];
-      if (t.size() < static_cast<size_t>(c->offset + c->count)) t.resize(c->offset + c->count);
-      if (p.data().size() != static_cast<size_t>(c->count) * 4) {
-        return absl::DataLossError(absl::StrFormat("shard %d answered %d bytes for key %s", s,
-                                                   p.data().size(), KeyName(c->key)));
-      }
-      std::memcpy(t.data() + c->offset, p.data().data(), p.data().size());
+      HERD_RETURN_IF_ERROR(CopyPulled(s, p, params));
       versions[s] = std::min(versions[s], p.version());
     }
     return absl::OkStatus();

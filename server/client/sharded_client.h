@@ -82,6 +82,9 @@ class ShardedPsClient {
 
   // The placement of a key a shard answered; DATA_LOSS for a key that is not that shard's.
   absl::StatusOr<const ChunkPlacement*> Find(int shard, const herd::v1::PullChunk& p) const;
+  // Copies a pulled chunk of `shard` into its place in `params` (DATA_LOSS on a wrong size).
+  absl::Status CopyPulled(int shard, const herd::v1::PullChunk& p,
+                          std::vector<std::vector<float>>* params) const;
 
   ShardedOptions options_;
   std::map<KeyId, const ChunkPlacement*> index_;  // into options_.chunks

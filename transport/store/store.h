@@ -2,7 +2,7 @@
 // The bootstrap store: how the ranks of a communicator find each other (UCX worker addresses,
 // the NCCL unique id). A small key-value store where Get waits for a key to appear.
 // Implementations: in-process (threads as ranks), a shared directory (processes on one machine
-// or a shared volume); for real jobs the scheduler (scheduler/client/scheduler_store.h, which
+// or a shared volume); for real jobs the scheduler (worker/scheduler_store.h, which
 // lives there because transport/ must not depend on gRPC).
 
 #include <memory>

@@ -19,10 +19,10 @@
 #include "algorithms/collectives/allreduce.h"
 #include "common/status.h"
 #include "scheduler/client/scheduler_client.h"
-#include "scheduler/client/scheduler_store.h"
 #include "tests/integration/scheduler/scheduler_process.h"
 #include "tests/unit/scheduler/test_jobs.h"
 #include "transport/ucx/ucx_communicator.h"
+#include "worker/scheduler_store.h"
 
 namespace herd::scheduler {
 namespace {
@@ -69,9 +69,9 @@ absl::Status RunWorker(const std::string& address, int index) {
 
   transport::UcxOptions ucx;
   ucx.bootstrap_timeout = 30s;
-  HERD_ASSIGN_OR_RETURN(
-      std::unique_ptr<transport::Communicator> comm,
-      transport::CreateUcxCommunicator(rank, kWorkers, MakeSchedulerStore(shared, "ring4"), ucx));
+  HERD_ASSIGN_OR_RETURN(std::unique_ptr<transport::Communicator> comm,
+                        transport::CreateUcxCommunicator(
+                            rank, kWorkers, worker::MakeSchedulerStore(shared, "ring4"), ucx));
 
   std::vector<float> data(kCount);
   for (size_t i = 0; i < kCount; ++i) data[i] = Input(rank, i);

@@ -12,14 +12,15 @@
 #include <thread>
 
 #include "scheduler/client/scheduler_client.h"
-#include "scheduler/client/scheduler_store.h"
 #include "tests/integration/scheduler/scheduler_process.h"
 #include "tests/unit/scheduler/test_jobs.h"
+#include "worker/scheduler_store.h"
 
 namespace herd::scheduler {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::AsyncSpec;
 using testing::ExampleSpec;
 using testing::SchedulerProcess;
 using testing::TempDir;
@@ -88,7 +89,8 @@ TEST(SchedulerProcess, AKilledWorkerStartsANewEpochThatEveryWatcherHears) {
   SchedulerProcess proc;
   proc.Start(dir.path() + "/state", 0, {"--heartbeat-timeout", "500ms"});
   auto c = Client(proc.address());
-  ASSERT_TRUE(c->SubmitJob(ExampleSpec("j1", 3, 1)).ok());
+  // ps_async: the mode that goes on with the survivors (in the others a death fails the job).
+  ASSERT_TRUE(c->SubmitJob(AsyncSpec("j1", 3, 1)).ok());
   std::vector<uint64_t> ids;
   for (int i = 0; i < 3; ++i) {
     auto r = c->RegisterNode(Reg("j1", herd::v1::ROLE_WORKER, "w" + std::to_string(i)));
@@ -136,7 +138,7 @@ TEST(SchedulerProcess, AKilledWorkerStartsANewEpochThatEveryWatcherHears) {
     EXPECT_LT(heard_at[static_cast<size_t>(w)] - killed_at, 500ms + 166ms + 400ms);
   }
   job = c->GetJob("j1");
-  EXPECT_EQ(job->state(), herd::v1::JOB_DEGRADED);
+  EXPECT_EQ(job->state(), herd::v1::JOB_RUNNING);
   EXPECT_NE(job->epoch_reason().find("'w1' (rank 1) declared dead"), std::string::npos);
 
   // Its heartbeat is now refused; the same identity takes rank 1 back.
@@ -237,7 +239,13 @@ TEST(SchedulerProcess, BadInputsGetPreciseCodesAndChangeNothing) {
   expect(c->GetPlan(plan).status(), absl::StatusCode::kFailedPrecondition, "stale epoch");
   plan.set_epoch(0);
   plan.set_job("gone");
-  expect(c->GetPlan(plan).status(), absl::StatusCode::kFailedPrecondition, "cancelled job");
+  auto ended = c->GetPlan(plan);
+  ASSERT_TRUE(ended.ok()) << ended.status();
+  EXPECT_EQ(ended->job_state(), herd::v1::JOB_CANCELLED) << "the plan says the job ended";
+  EXPECT_EQ(ended->end_reason(), "test");
+  expect(c->CancelJob("gone", "again").status(), absl::StatusCode::kFailedPrecondition,
+         "cancel an ended job");
+  expect(c->DeleteJob("j1"), absl::StatusCode::kFailedPrecondition, "delete a live job");
   herd::v1::HeartbeatRequest hb;
   hb.set_job("j1");
   hb.set_node_id(987654);
@@ -258,16 +266,17 @@ TEST(SchedulerProcess, PlanIterationsFromBeforeTheEpochAreRefused) {
   SchedulerProcess proc;
   proc.Start(dir.path() + "/state", 0, {"--heartbeat-timeout", "400ms"});
   auto c = Client(proc.address());
-  ASSERT_TRUE(c->SubmitJob(ExampleSpec("j1", 2, 0)).ok());
+  ASSERT_TRUE(c->SubmitJob(AsyncSpec("j1", 2, 1)).ok());
   std::vector<uint64_t> ids;
   for (int i = 0; i < 2; ++i) {
     ids.push_back(
         c->RegisterNode(Reg("j1", herd::v1::ROLE_WORKER, "w" + std::to_string(i)))->node_id());
   }
+  ids.push_back(c->RegisterNode(Reg("j1", herd::v1::ROLE_SERVER, "s0"))->node_id());
   {
     Heartbeater beats(*c, "j1", ids, 100ms);
     for (int it = 0; it < 4; ++it) {
-      for (uint64_t id : ids) {
+      for (uint64_t id : {ids[0], ids[1]}) {
         herd::v1::ReportIterationRequest r;
         r.set_job("j1");
         r.set_node_id(id);
@@ -277,7 +286,7 @@ TEST(SchedulerProcess, PlanIterationsFromBeforeTheEpochAreRefused) {
     }
     beats.Drop(ids[1]);
     const auto give_up = Clock::now() + 5s;
-    while (c->GetJob("j1")->state() != herd::v1::JOB_DEGRADED && Clock::now() < give_up) {
+    while (c->GetJob("j1")->workers(1).alive() && Clock::now() < give_up) {
       std::this_thread::sleep_for(50ms);
     }
     ASSERT_EQ(c->GetJob("j1")->epoch_start_iteration(), 4);
@@ -349,7 +358,7 @@ TEST(SchedulerProcess, StoreBootstrapsProcessesThatKnowOnlyTheScheduler) {
   std::vector<std::thread> ranks;
   for (int r = 0; r < 3; ++r) {
     ranks.emplace_back([&, r] {
-      auto store = MakeSchedulerStore(c, "j1");
+      auto store = worker::MakeSchedulerStore(c, "j1");
       std::this_thread::sleep_for(std::chrono::milliseconds(50 * r));
       ASSERT_TRUE(store->Set("addr/" + std::to_string(r), "ucx-" + std::to_string(r)).ok());
       for (int q = 0; q < 3; ++q) {
@@ -361,7 +370,7 @@ TEST(SchedulerProcess, StoreBootstrapsProcessesThatKnowOnlyTheScheduler) {
   }
   for (auto& t : ranks) t.join();
   for (const auto& s : seen) EXPECT_EQ(s, "ucx-0ucx-1ucx-2");
-  auto store = MakeSchedulerStore(c, "j1");
+  auto store = worker::MakeSchedulerStore(c, "j1");
   EXPECT_EQ(store->Set("addr/0", "x").code(), absl::StatusCode::kAlreadyExists);
   auto missing = store->Get("never", Deadline::After(300ms));
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kDeadlineExceeded);

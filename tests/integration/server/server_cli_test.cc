@@ -27,7 +27,7 @@ TEST(ServerCliTest, UnknownJobFailsWithTheSchedulersAnswer) {
   scheduler::testing::SchedulerProcess sched;
   sched.Start((dir / "scheduler").string(), 0);
   auto r = RunHerd({"server", "--scheduler", sched.address(), "--job", "nope", "--state",
-                    (dir / "shard").string(), "--register-timeout", "2"});
+                    (dir / "shard").string(), "--register-timeout", "2", "--wait-for-job", "1"});
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_NE(r.out.find("nope"), std::string::npos) << r.out;
   sched.Stop();
@@ -39,7 +39,8 @@ TEST(ServerCliTest, WithoutAJobAndNoJobWaitingForShardsIsAClearError) {
                    ("herd_server_cli_nojob_" + std::to_string(getpid()));
   scheduler::testing::SchedulerProcess sched;
   sched.Start((dir / "scheduler").string(), 0);
-  auto r = RunHerd({"server", "--scheduler", sched.address(), "--state", (dir / "shard").string()});
+  auto r = RunHerd({"server", "--scheduler", sched.address(), "--state", (dir / "shard").string(),
+                    "--wait-for-job", "1"});
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_NE(r.out.find("no job on the scheduler"), std::string::npos) << r.out;
   sched.Stop();

@@ -41,7 +41,6 @@ TEST(JobSpec, RejectsEachBadField) {
        "topology"},
       {"param of another mode", [](herd::v1::JobSpec& s) { s.mutable_mode()->set_teams(2); },
        "'teams' does not apply"},
-      {"no tensors", [](herd::v1::JobSpec& s) { s.clear_tensors(); }, "no tensors"},
       {"duplicate tensor",
        [](herd::v1::JobSpec& s) { s.mutable_tensors(1)->set_name("fc1.weight"); }, "appears twice"},
       {"zero dimension", [](herd::v1::JobSpec& s) { s.mutable_tensors(0)->set_shape(1, 0); },
@@ -171,6 +170,14 @@ TEST(JobSpec, CompressorsAndTopologiesOfTheWorkerModes) {
   EXPECT_NE(refused.status().message().find("use ring"), absl::string_view::npos);
   dlp.set_topology("ring");
   EXPECT_TRUE(NormalizeMode(dlp, *spec).ok());
+}
+
+TEST(JobSpec, TensorsMayComeFromTheFirstWorker) {
+  herd::v1::JobSpec spec = ExampleSpec();
+  spec.clear_tensors();
+  auto got = NormalizeJobSpec(spec);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->tensors_size(), 0) << "the layout is declared by the first worker";
 }
 
 }  // namespace

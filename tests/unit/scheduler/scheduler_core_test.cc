@@ -14,6 +14,7 @@ namespace herd::scheduler {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::AsyncSpec;
 using testing::ExampleSpec;
 using testing::TempDir;
 
@@ -121,13 +122,13 @@ TEST(SchedulerCore, RegistrationAssignsRanksAndStartsTheJob) {
 TEST(SchedulerCore, DeadNodeBumpsTheEpochAndComesBackToItsRank) {
   TempDir dir;
   auto core = OpenCore(dir.path(), 300ms);
-  ASSERT_TRUE(core->SubmitJob(ExampleSpec("j1", 3, 0)).ok());
-  auto ids = RegisterAll(*core, "j1", 3, 0);
+  ASSERT_TRUE(core->SubmitJob(AsyncSpec("j1", 3, 1)).ok());
+  auto ids = RegisterAll(*core, "j1", 3, 1);
   const uint64_t running_epoch = core->GetJob("j1")->epoch();
   std::atomic<bool> stop{false};
-  std::thread beat([&] {  // w0 and w2 stay alive; w1 goes silent
+  std::thread beat([&] {  // w0, w2 and the server stay alive; w1 goes silent
     while (!stop) {
-      for (int i : {0, 2}) {
+      for (int i : {0, 2, 3}) {
         herd::v1::HeartbeatRequest h;
         h.set_job("j1");
         h.set_node_id(ids[static_cast<size_t>(i)]);
@@ -148,7 +149,7 @@ TEST(SchedulerCore, DeadNodeBumpsTheEpochAndComesBackToItsRank) {
   EXPECT_EQ((*plan)->ranks_size(), 2);
   EXPECT_EQ((*plan)->peers(1).ranks_size(), 0) << "the dead rank has no peers";
   auto job = core->GetJob("j1");
-  EXPECT_EQ(job->state(), herd::v1::JOB_DEGRADED);
+  EXPECT_EQ(job->state(), herd::v1::JOB_RUNNING) << "ps_async goes on with the live workers";
   EXPECT_FALSE(job->workers(1).alive());
   EXPECT_NE(job->epoch_reason().find("'w1' (rank 1) declared dead"), std::string::npos)
       << job->epoch_reason();
@@ -171,15 +172,18 @@ TEST(SchedulerCore, BadInputsAreRejectedAndChangeNothing) {
   {
     // Two workers run five iterations and die (no heartbeats); a second job is cancelled.
     auto core = OpenCore(dir.path(), 200ms);
-    ASSERT_TRUE(core->SubmitJob(ExampleSpec("j2", 2, 0)).ok());
-    ids = RegisterAll(*core, "j2", 2, 0);
+    ASSERT_TRUE(core->SubmitJob(AsyncSpec("j2", 2, 1)).ok());
+    ids = RegisterAll(*core, "j2", 2, 1);
     for (int it = 0; it < 5; ++it) {
-      for (uint64_t id : ids) Report(*core, "j2", id, it);
+      for (int w = 0; w < 2; ++w) Report(*core, "j2", ids[static_cast<size_t>(w)], it);
     }
     ASSERT_TRUE(core->SubmitJob(ExampleSpec("j1", 2, 0)).ok());
     ASSERT_TRUE(core->CancelJob("j1", "").ok());
+    ASSERT_TRUE(core->SubmitJob(ExampleSpec("j4", 2, 0)).ok());
     std::this_thread::sleep_for(400ms);
-    ASSERT_EQ(core->GetJob("j2")->state(), herd::v1::JOB_DEGRADED);
+    auto j2 = core->GetJob("j2");
+    ASSERT_EQ(j2->state(), herd::v1::JOB_RUNNING) << "ps_async outlives its processes";
+    ASSERT_FALSE(j2->workers(0).alive());
   }
   // Restarted with a long timeout, so nothing dies while the bad inputs arrive.
   auto core = OpenCore(dir.path());
@@ -223,8 +227,10 @@ TEST(SchedulerCore, BadInputsAreRejectedAndChangeNothing) {
          "does not exist yet", "future epoch");
   expect(core->GetPlan(PlanReq("j2", -1)).status(), absl::StatusCode::kInvalidArgument, "iteration",
          "negative iteration");
-  expect(core->GetPlan(PlanReq("j1", 7)).status(), absl::StatusCode::kFailedPrecondition,
-         "cancelled", "plan of a cancelled job");
+  auto ended = core->GetPlan(PlanReq("j1", 7));
+  ASSERT_TRUE(ended.ok()) << ended.status();
+  EXPECT_EQ(ended->job_state(), herd::v1::JOB_CANCELLED) << "a plan says the job ended";
+  EXPECT_EQ(ended->end_reason(), "cancelled by the operator");
   herd::v1::HeartbeatRequest hb;
   hb.set_job("j2");
   hb.set_node_id(ids[1]);
@@ -233,10 +239,11 @@ TEST(SchedulerCore, BadInputsAreRejectedAndChangeNothing) {
   hb.set_node_id(424242);
   expect(core->Heartbeat(hb).status(), absl::StatusCode::kNotFound, "not registered",
          "unknown node");
-  sm.set_job("j2");
+  sm.set_job("j4");
   sm.mutable_mode()->set_mode("ps_sync");
   expect(core->SetMode(sm).status(), absl::StatusCode::kFailedPrecondition, "parameter servers",
          "mode the job cannot use");
+  sm.set_job("j2");
   sm.mutable_mode()->set_mode("allreduce");
   sm.set_from_iteration(2);
   expect(core->SetMode(sm).status(), absl::StatusCode::kFailedPrecondition, "--from-iteration",
@@ -245,7 +252,7 @@ TEST(SchedulerCore, BadInputsAreRejectedAndChangeNothing) {
          absl::StatusCode::kNotFound, "nope", "register to an unknown job");
   expect(core->RegisterNode(Reg("j2", herd::v1::ROLE_SCHEDULER, "x")).status(),
          absl::StatusCode::kInvalidArgument, "only workers and servers", "bad role");
-  expect(core->RegisterNode(Reg("j2", herd::v1::ROLE_SERVER, "x")).status(),
+  expect(core->RegisterNode(Reg("j4", herd::v1::ROLE_SERVER, "x")).status(),
          absl::StatusCode::kFailedPrecondition, "no servers", "server for a job without");
   auto bad_rank = Reg("j2", herd::v1::ROLE_WORKER, "x");
   bad_rank.set_requested_rank(9);

@@ -32,6 +32,14 @@ inline herd::v1::JobSpec ExampleSpec(const std::string& name = "j1", int workers
   return spec;
 }
 
+// A ps_async job: the mode that goes on with the live workers, so a dead one can come back.
+inline herd::v1::JobSpec AsyncSpec(const std::string& name, int workers, int servers) {
+  auto spec = ExampleSpec(name, workers, servers);
+  spec.mutable_mode()->clear_topology();
+  spec.mutable_mode()->set_mode("ps_async");
+  return spec;
+}
+
 // A fresh directory under the test's temporary folder, removed with the object.
 class TempDir {
  public:

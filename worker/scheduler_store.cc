@@ -1,11 +1,11 @@
-#include "scheduler/client/scheduler_store.h"
+#include "worker/scheduler_store.h"
 
 #include <algorithm>
 #include <thread>
 
 #include "absl/strings/str_format.h"
 
-namespace herd::scheduler {
+namespace herd::worker {
 namespace {
 
 // One long poll asks the scheduler to wait at most this long, so an unreachable scheduler is
@@ -15,7 +15,7 @@ constexpr auto kRetryPause = std::chrono::milliseconds(100);
 
 class SchedulerStore final : public transport::Store {
  public:
-  SchedulerStore(std::shared_ptr<SchedulerClient> client, std::string job)
+  SchedulerStore(std::shared_ptr<scheduler::SchedulerClient> client, std::string job)
       : client_(std::move(client)), job_(std::move(job)) {}
 
   absl::Status Set(std::string_view key, std::string_view value) override {
@@ -47,15 +47,15 @@ class SchedulerStore final : public transport::Store {
   }
 
  private:
-  std::shared_ptr<SchedulerClient> client_;
+  std::shared_ptr<scheduler::SchedulerClient> client_;
   std::string job_;
 };
 
 }  // namespace
 
-std::shared_ptr<transport::Store> MakeSchedulerStore(std::shared_ptr<SchedulerClient> client,
-                                                     std::string job) {
+std::shared_ptr<transport::Store> MakeSchedulerStore(
+    std::shared_ptr<scheduler::SchedulerClient> client, std::string job) {
   return std::make_shared<SchedulerStore>(std::move(client), std::move(job));
 }
 
-}  // namespace herd::scheduler
+}  // namespace herd::worker

@@ -2,7 +2,7 @@
 // The scheduler-backed bootstrap Store: transport::Store over herd.v1.Scheduler StoreSet /
 // StoreGet, scoped to one job, so processes started with only --scheduler ADDR find each other
 // (UCX worker addresses, the NCCL unique id of an epoch). Keys are written once per job and
-// survive a scheduler restart (they live in its RocksDB state); cancelling the job drops them.
+// survive a scheduler restart (they live in its RocksDB state); the job's ending drops them.
 //
 // Get waits on the scheduler side (a long poll bounded by the deadline); when the scheduler is
 // unreachable it retries until the deadline, so a scheduler restart is ridden out.
@@ -14,9 +14,9 @@
 #include "scheduler/client/scheduler_client.h"
 #include "transport/store/store.h"
 
-namespace herd::scheduler {
+namespace herd::worker {
 
-std::shared_ptr<transport::Store> MakeSchedulerStore(std::shared_ptr<SchedulerClient> client,
-                                                     std::string job);
+std::shared_ptr<transport::Store> MakeSchedulerStore(
+    std::shared_ptr<scheduler::SchedulerClient> client, std::string job);
 
-}  // namespace herd::scheduler
+}  // namespace herd::worker

@@ -1,0 +1,315 @@
+#include "server/runtime.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "scheduler/client/heartbeat_loop.h"
+#include "scheduler/client/job_wait.h"
+#include "server/engine.h"
+#include "server/state/shard_store.h"
+
+namespace herd::server {
+namespace {
+
+using herd::v1::JobState;
+
+std::string HostName() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+  return buf;
+}
+
+bool IsPsMode(const std::string& mode) { return mode.rfind("ps_", 0) == 0; }
+
+bool Ended(JobState s) {
+  return s == herd::v1::JOB_COMPLETED || s == herd::v1::JOB_FAILED || s == herd::v1::JOB_CANCELLED;
+}
+
+// The parameter-server mode this shard serves: the mode of the job's plan when it is one,
+// else the first ps_* mode of its schedule (a job that starts in a collective mode and
+// switches later); nullopt while the job runs no ps_* mode at all.
+std::optional<herd::v1::ModeSpec> ServedMode(const herd::v1::Plan& plan,
+                                             const herd::v1::JobStatus& job) {
+  if (IsPsMode(plan.mode().mode())) return plan.mode();
+  for (const auto& sw : job.schedule()) {
+    if (IsPsMode(sw.mode().mode())) return sw.mode();
+  }
+  return std::nullopt;
+}
+
+class ShardProcess {
+ public:
+  explicit ShardProcess(ShardOptions o) : o_(std::move(o)) {}
+
+  absl::Status Run() {
+    std::error_code ec;
+    const std::string state = std::filesystem::absolute(o_.state_dir, ec).lexically_normal();
+    if (o_.name.empty()) o_.name = "server-" + HostName() + ":" + state;
+    // The state first: a second shard on the same directory stops here, before registering.
+    HERD_ASSIGN_OR_RETURN(store_, ShardStore::Open(state));
+    state_dir_ = state;
+    HERD_ASSIGN_OR_RETURN(listener_, ShardServer::Start(o_.service));
+    HERD_ASSIGN_OR_RETURN(sched_, scheduler::SchedulerClient::Connect(o_.scheduler));
+    absl::Status st = Serve();
+    // Serving stops first, so nothing is acknowledged after the final write.
+    listener_->Shutdown();
+    watching_.store(false);
+    if (watcher_.joinable()) watcher_.join();
+    heartbeats_.reset();
+    FinalWrite();
+    return st;
+  }
+
+ private:
+  absl::Status Serve() {
+    const Deadline wait = Deadline::After(o_.wait_for_job);
+    if (o_.job.empty()) {
+      HERD_ASSIGN_OR_RETURN(o_.job, ChooseJobWaiting(wait));
+    }
+    HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus job,
+                          scheduler::WaitForJob(*sched_, o_.job, wait, "server"));
+    // Checked before registering, so a refused start leaves no trace with the scheduler.
+    if (Ended(job.state())) return EndedBeforeStart(job);
+    HERD_RETURN_IF_ERROR(CheckThreads(job.spec()));
+    HERD_ASSIGN_OR_RETURN(herd::v1::RegisterNodeResponse reg, Register());
+    shard_ = reg.rank();
+    heartbeats_ = std::make_unique<scheduler::HeartbeatLoop>(*sched_, o_.job, reg, "server");
+    HERD_RETURN_IF_ERROR(WritePortFile());
+
+    // Follow the plan from now on; each new epoch may start the engine, move ps_async's
+    // staleness bound, or end the job.
+    watching_.store(true);
+    watcher_ = std::thread([this] { Watch(); });
+    return WaitForTheEnd();
+  }
+
+  // Waits for a stop signal or the job's end, whichever comes first.
+  absl::Status WaitForTheEnd() {
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    const timespec slice = {0, 200 * 1000 * 1000};
+    for (;;) {
+      const int sig = sigtimedwait(&stop, nullptr, &slice);
+      if (sig > 0) {
+        Log().info("server: signal {}, shutting down", sig);
+        return absl::OkStatus();
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!outcome_.has_value()) continue;
+      return *outcome_;
+    }
+  }
+
+  void Watch() {
+    uint64_t seen = 0;
+    while (watching_.load()) {
+      herd::v1::WatchPlanRequest req;
+      req.set_job(o_.job);
+      req.set_after_epoch(seen);
+      auto st = sched_->WatchPlan(req, Deadline::After(std::chrono::milliseconds(500)),
+                                  [&](const herd::v1::Plan& plan) {
+                                    seen = plan.epoch();
+                                    OnPlan(plan);
+                                    return watching_.load();
+                                  });
+      if (!st.ok() && watching_.load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+    }
+  }
+
+  void OnPlan(const herd::v1::Plan& plan) {
+    if (Ended(plan.job_state())) {
+      const absl::Status outcome =
+          scheduler::JobEndedStatus(o_.job, plan.job_state(), plan.end_reason());
+      if (outcome.ok()) Log().info("server: job '{}' completed", o_.job);
+      std::lock_guard<std::mutex> lock(mu_);
+      outcome_ = outcome;
+      return;
+    }
+    // The engine needs the shard map, so the model's layout (a job whose spec lists no tensors
+    // learns it from its first worker).
+    if (plan.shards_size() == 0) return;
+    if (engine_ == nullptr) {
+      if (auto st = StartEngine(plan); !st.ok()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        outcome_ = st;
+        return;
+      }
+    }
+    if (engine_ != nullptr && plan.ranks_size() > 0) {
+      engine_->SetLiveWorkers({plan.ranks().begin(), plan.ranks().end()});
+    }
+  }
+
+  // Builds the engine once the job runs a ps_* mode (or has one scheduled) and the shard map
+  // is known; restores this shard's keys from the state directory.
+  absl::Status StartEngine(const herd::v1::Plan& plan) {
+    HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus job, sched_->GetJob(o_.job));
+    std::optional<herd::v1::ModeSpec> mode = ServedMode(plan, job);
+    if (!mode.has_value()) {
+      if (!standing_by_) {
+        Log().info(
+            "server: shard {} of job '{}' stands by: the job runs collective mode {} "
+            "and schedules no ps_* mode yet",
+            shard_, o_.job, plan.mode().mode());
+        standing_by_ = true;
+      }
+      return absl::OkStatus();
+    }
+    herd::v1::Plan served = plan;
+    *served.mutable_mode() = *mode;
+    HERD_ASSIGN_OR_RETURN(ShardConfig config,
+                          ShardConfigFromJob(job.spec(), served, shard_, o_.durability));
+    auto engine = Engine::Create(config, store_.get());
+    HERD_ASSIGN_OR_RETURN(std::vector<KeyRecord> records, store_->Load(o_.job));
+    for (const auto& r : records) HERD_RETURN_IF_ERROR(engine->Restore(r));
+    durability_ = config.durability;
+    engine_ = std::move(engine);
+    listener_->SetEngine(engine_.get());
+    Log().info("server: shard {} of job '{}' ({}, {}): {} keys, {} recovered from {}", shard_,
+               o_.job, ModeName(config.mode), DurabilityName(config.durability),
+               engine_->Keys().size(), records.size(), state_dir_);
+    return absl::OkStatus();
+  }
+
+  // A clean stop keeps everything: the policies that write less write it all now.
+  void FinalWrite() {
+    if (engine_ == nullptr || durability_.kind == Durability::Kind::kEveryRound) return;
+    auto n = engine_->WriteAll();
+    if (!n.ok()) Log().error("server: final write failed: {}", n.status().ToString());
+  }
+
+  absl::Status EndedBeforeStart(const herd::v1::JobStatus& job) {
+    absl::Status outcome = scheduler::JobEndedStatus(job);
+    if (outcome.ok()) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "job '%s' has already completed; there is nothing left for this shard to serve", o_.job));
+    }
+    return outcome;
+  }
+
+  // Without --job: the one job that has not ended and has a shard slot that is free, dead,
+  // or held by this shard's name (a restart). Waits for one to appear until `deadline`.
+  absl::StatusOr<std::string> ChooseJobWaiting(Deadline deadline) {
+    for (;;) {
+      auto chosen = ChooseJob();
+      if (chosen.ok() || !absl::IsNotFound(chosen.status()) || deadline.expired()) return chosen;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+  }
+
+  absl::StatusOr<std::string> ChooseJob() {
+    HERD_ASSIGN_OR_RETURN(herd::v1::ListJobsResponse jobs, sched_->ListJobs());
+    std::vector<std::string> open;
+    for (const auto& j : jobs.jobs()) {
+      if (Ended(j.state()) || j.spec().servers() == 0) continue;
+      bool slot = false;
+      for (const auto& m : j.servers())
+        slot |= m.name().empty() || !m.alive() || m.name() == o_.name;
+      if (slot) open.push_back(j.spec().name());
+    }
+    if (open.size() == 1) return open[0];
+    if (open.empty()) {
+      return absl::NotFoundError(absl::StrFormat(
+          "no job on the scheduler at %s waits for a parameter-server shard: submit one with "
+          "servers > 0, or name the job with --job",
+          o_.scheduler.address));
+    }
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "several jobs on the scheduler wait for parameter-server shards (%s): name one with --job",
+        absl::StrJoin(open, ", ")));
+  }
+
+  // Every worker can hold a push and a pull call on a shard at once, each on a serving thread;
+  // with fewer threads a round's calls would wait on each other until their deadlines.
+  absl::Status CheckThreads(const herd::v1::JobSpec& spec) const {
+    const int needed = 2 * spec.workers() + 1;
+    const int threads = o_.service.threads;
+    if (threads == 0 || threads >= needed) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--threads %d is too few for job '%s' with %d workers: each worker may hold two calls "
+        "on this shard at once; use at least %d, or 0 for gRPC's default",
+        threads, spec.name(), spec.workers(), needed));
+  }
+
+  absl::StatusOr<herd::v1::RegisterNodeResponse> Register() {
+    std::string address = o_.advertise;
+    if (address.empty()) {
+      const std::string& listen = o_.service.listen;
+      const std::string host = listen.substr(0, listen.rfind(':'));
+      address = (host.empty() || host == "0.0.0.0" || host == "[::]" ? HostName() : host) + ":" +
+                std::to_string(listener_->port());
+    }
+    herd::v1::RegisterNodeRequest req;
+    req.set_job(o_.job);
+    req.set_role(herd::v1::ROLE_SERVER);
+    req.set_name(o_.name);
+    req.set_address(address);
+    req.set_host(HostName());
+    if (o_.shard >= 0) req.set_requested_rank(o_.shard);
+    const Deadline deadline = Deadline::After(o_.register_timeout);
+    for (;;) {
+      auto resp = sched_->RegisterNode(req);
+      if (resp.ok()) {
+        Log().info("server: registered as shard {} of job '{}' at {}", resp->rank(), o_.job,
+                   address);
+        return resp;
+      }
+      // A restarted shard: its previous instance is still alive to the scheduler until the
+      // heartbeat timeout; a scheduler that is restarting is UNAVAILABLE for a moment.
+      const bool wait = absl::IsAlreadyExists(resp.status()) || absl::IsUnavailable(resp.status());
+      if (!wait || deadline.expired()) return resp.status();
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+
+  absl::Status WritePortFile() const {
+    if (o_.port_file.empty()) return absl::OkStatus();
+    const std::string tmp = o_.port_file + ".tmp";
+    std::ofstream(tmp) << listener_->port() << "\n";
+    std::error_code ec;
+    std::filesystem::rename(tmp, o_.port_file, ec);
+    if (ec) return absl::InternalError("cannot write --port-file " + o_.port_file);
+    return absl::OkStatus();
+  }
+
+  ShardOptions o_;
+  std::string state_dir_;
+  std::unique_ptr<ShardStore> store_;
+  std::unique_ptr<ShardServer> listener_;
+  std::unique_ptr<scheduler::SchedulerClient> sched_;
+  std::unique_ptr<scheduler::HeartbeatLoop> heartbeats_;
+  int shard_ = -1;
+  // Touched by the watcher thread only, until it is joined.
+  std::unique_ptr<Engine> engine_;
+  Durability durability_;
+  bool standing_by_ = false;
+  std::atomic<bool> watching_{false};
+  std::thread watcher_;
+  std::mutex mu_;
+  std::optional<absl::Status> outcome_;  // set when the job ended (or the engine failed)
+};
+
+}  // namespace
+
+absl::Status RunShard(ShardOptions options) {
+  ShardProcess process(std::move(options));
+  return process.Run();
+}
+
+}  // namespace herd::server

@@ -1,0 +1,337 @@
+#include "worker/session.h"
+
+#include <unistd.h>
+
+#include <thread>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "scheduler/client/job_wait.h"
+#include "worker/scheduler_store.h"
+
+namespace herd::worker {
+namespace {
+
+using Seconds = std::chrono::duration<double>;
+
+std::string DefaultName() {
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  return absl::StrFormat("%s-%d", host, ::getpid());
+}
+
+bool Ended(herd::v1::JobState state) {
+  return state == herd::v1::JOB_COMPLETED || state == herd::v1::JOB_FAILED ||
+         state == herd::v1::JOB_CANCELLED;
+}
+
+// What the job's JobStatus says about its ending, as a plan would carry it.
+std::string EndReason(const herd::v1::JobStatus& s) {
+  if (s.state() == herd::v1::JOB_CANCELLED) return s.cancel_reason();
+  if (s.state() == herd::v1::JOB_FAILED) {
+    return absl::StrFormat("%s: %s", s.failed_process(), s.failure_reason());
+  }
+  return "";
+}
+
+}  // namespace
+
+Session::Session(SessionOptions options, std::shared_ptr<scheduler::SchedulerClient> client)
+    : options_(std::move(options)), client_(std::move(client)) {}
+
+Session::~Session() {
+  heartbeats_.reset();  // joins the thread that may touch comm_
+  if (executor_) executor_.reset();
+  std::lock_guard<std::mutex> lock(mu_);
+  comm_.reset();
+}
+
+absl::StatusOr<std::unique_ptr<Session>> Session::Join(SessionOptions options) {
+  if (options.job.empty()) {
+    return absl::InvalidArgumentError("no job to join: give --job (or HERD_JOB)");
+  }
+  if (options.name.empty()) options.name = DefaultName();
+  HERD_ASSIGN_OR_RETURN(std::unique_ptr<scheduler::SchedulerClient> client,
+                        scheduler::SchedulerClient::Connect(options.scheduler));
+  std::unique_ptr<Session> session(new Session(std::move(options), std::move(client)));
+  HERD_RETURN_IF_ERROR(session->Register());
+  return session;
+}
+
+absl::Status Session::Register() {
+  const std::string what = absl::StrFormat("worker '%s'", options_.name);
+  HERD_ASSIGN_OR_RETURN(
+      herd::v1::JobStatus job,
+      scheduler::WaitForJob(*client_, options_.job, Deadline::After(options_.wait_for_job), what));
+  if (Ended(job.state())) {
+    HERD_RETURN_IF_ERROR(scheduler::JobEndedStatus(job));
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "job '%s' has already completed; there is nothing left for %s to do", options_.job, what));
+  }
+  herd::v1::RegisterNodeRequest reg;
+  reg.set_job(options_.job);
+  reg.set_role(herd::v1::ROLE_WORKER);
+  reg.set_name(options_.name);
+  reg.set_host(options_.host);
+  if (options_.rank) reg.set_requested_rank(*options_.rank);
+  HERD_ASSIGN_OR_RETURN(registered_, client_->RegisterNode(reg));
+  rank_ = registered_.rank();
+  spec_ = job.spec();
+  store_ = MakeSchedulerStore(client_, options_.job);
+  if (!options_.timeline_dir.empty()) {
+    timeline_ = std::make_unique<Timeline>(
+        absl::StrFormat("%s/worker-%d.json", options_.timeline_dir, rank_), rank_);
+  }
+  heartbeats_ = std::make_unique<scheduler::HeartbeatLoop>(
+      *client_, options_.job, registered_, absl::StrFormat("worker %d", rank_),
+      [this](const herd::v1::HeartbeatResponse& answer) {
+        if (!Ended(answer.job_state()) || answer.job_state() == herd::v1::JOB_COMPLETED) return;
+        // The reason is in the job's status; fetching it here keeps the heartbeat small.
+        auto status = client_->GetJob(options_.job);
+        NoteJobEnded(answer.job_state(), status.ok() ? EndReason(*status) : "");
+      });
+  Log().info("worker {} of {} in job '{}' ({} {}, {} epoch(s), batch {})", rank_, spec_.workers(),
+             options_.job, spec_.training().model(), spec_.mode().mode(), spec_.training().epochs(),
+             spec_.training().batch_size());
+  return absl::OkStatus();
+}
+
+absl::Status Session::Attach(std::vector<ModelTensor> tensors,
+                             std::vector<herd::v1::TensorSpec> layout, int64_t planned_iterations) {
+  if (tensors.size() != layout.size()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the model has %d tensors but its layout lists %d", tensors.size(), layout.size()));
+  }
+  herd::v1::DeclareModelRequest req;
+  req.set_job(options_.job);
+  req.set_node_id(registered_.node_id());
+  for (auto& t : layout) *req.add_tensors() = std::move(t);
+  req.set_planned_iterations(planned_iterations);
+  HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus status, client_->DeclareModel(req));
+  spec_ = status.spec();
+  tensors_ = std::move(tensors);
+  return WaitRunning();
+}
+
+absl::Status Session::WaitRunning() {
+  const Deadline deadline = Deadline::After(options_.start_timeout);
+  for (;;) {
+    HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus status, client_->GetJob(options_.job));
+    if (status.state() == herd::v1::JOB_RUNNING) {
+      spec_ = status.spec();
+      return absl::OkStatus();
+    }
+    if (Ended(status.state())) return scheduler::JobEndedStatus(status);
+    if (deadline.expired()) {
+      int workers = 0, servers = 0;
+      for (const auto& m : status.workers()) workers += m.alive() ? 1 : 0;
+      for (const auto& m : status.servers()) servers += m.alive() ? 1 : 0;
+      return absl::DeadlineExceededError(absl::StrFormat(
+          "job '%s' did not start within %d s: %d of %d workers and %d of %d servers are there%s",
+          options_.job,
+          std::chrono::duration_cast<std::chrono::seconds>(options_.start_timeout).count(), workers,
+          status.spec().workers(), servers, status.spec().servers(),
+          status.spec().tensors_size() == 0 ? ", and no worker declared the model yet" : ""));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+absl::StatusOr<herd::v1::Plan> Session::FetchPlan(int64_t iteration) {
+  herd::v1::GetPlanRequest req;
+  req.set_job(options_.job);
+  req.set_iteration(iteration);
+  req.set_node_id(registered_.node_id());
+  // A restarted scheduler resumes the job from its state: ride out its restart.
+  const Deadline deadline = Deadline::After(options_.timeout);
+  for (;;) {
+    absl::StatusOr<herd::v1::Plan> plan = client_->GetPlan(req);
+    if (plan.ok() || !absl::IsUnavailable(plan.status()) || deadline.expired()) return plan;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+absl::StatusOr<Executor*> Session::BeginIteration(int64_t iteration) {
+  if (tensors_.empty()) {
+    return absl::FailedPreconditionError("Attach the model before the first iteration");
+  }
+  if (finished_) return absl::FailedPreconditionError("the session has finished");
+  absl::StatusOr<herd::v1::Plan> plan = FetchPlan(iteration);
+  if (!plan.ok()) return Explain(plan.status());
+  if (Ended(plan->job_state())) {
+    NoteJobEnded(plan->job_state(), plan->end_reason());
+    if (plan->job_state() == herd::v1::JOB_COMPLETED) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "job '%s' completed before this worker's iteration %d", options_.job, iteration));
+    }
+    return job_outcome();
+  }
+  if (plan->mode().SerializeAsString() != executor_key_ || executor_ == nullptr) {
+    HERD_RETURN_IF_ERROR(Explain(SwitchTo(*plan, iteration)));
+  }
+  iteration_ = iteration;
+  iteration_begin_ = std::chrono::steady_clock::now();
+  HERD_RETURN_IF_ERROR(Explain(executor_->BeginIteration(iteration)));
+  return executor_.get();
+}
+
+absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
+  const std::string& mode = plan.mode().mode();
+  Timeline::Span span(timeline_.get(), "switch to " + mode, Timeline::Lane::kControl);
+  const int world = spec_.workers();
+  if (ModeUsesCommunicator(mode) && plan.ranks_size() < world) {
+    std::vector<int> missing;
+    for (int r = 0; r < world; ++r) {
+      if (std::find(plan.ranks().begin(), plan.ranks().end(), r) == plan.ranks().end()) {
+        missing.push_back(r);
+      }
+    }
+    return absl::UnavailableError(
+        absl::StrFormat("iteration %d: worker(s) %s left job '%s'; mode %s needs all %d workers",
+                        iteration, absl::StrJoin(missing, ", "), options_.job, mode, world));
+  }
+  if (executor_) {
+    HERD_RETURN_IF_ERROR(executor_->Flush());
+    exposed_seconds_ += executor_->TakeExposedSeconds();
+    executor_.reset();
+  }
+  std::unique_ptr<transport::Communicator> comm;
+  if (ModeUsesCommunicator(mode)) {
+    transport::ConnectOptions co;
+    co.kind = options_.transport;
+    co.rank = rank_;
+    co.size = world;
+    co.store = store_;
+    co.prefix = absl::StrFormat("stretch-%d", iteration);  // the same on every rank
+    co.bootstrap_timeout = options_.start_timeout;
+    HERD_ASSIGN_OR_RETURN(comm, transport::Connect(co));
+  }
+  ExecutorContext ctx;
+  ctx.plan = plan;
+  ctx.rank = rank_;
+  ctx.comm = comm.get();
+  ctx.tensors = tensors_;
+  HERD_ASSIGN_OR_RETURN(ctx.optimizer.kind, optim::ParseOptimizer(spec_.optimizer().name()));
+  ctx.optimizer.learning_rate = spec_.optimizer().learning_rate();
+  if (spec_.optimizer().momentum() > 0) ctx.optimizer.momentum = spec_.optimizer().momentum();
+  ctx.optimizer.weight_decay = spec_.optimizer().weight_decay();
+  ctx.fusion = options_.fusion;
+  ctx.timeout = options_.timeout;
+  ctx.timeline = timeline_.get();
+  ctx.ps_token = options_.scheduler.token;
+  ctx.first_iteration = iteration;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    comm_ = std::move(comm);
+    // The job may have ended while the communicator was being built.
+    if (!ended_.ok() && comm_) (void)comm_->abort(ended_);
+  }
+  HERD_ASSIGN_OR_RETURN(executor_, MakeExecutor(ctx));
+  executor_key_ = plan.mode().SerializeAsString();
+  Log().info("worker {}: iteration {}: {}", rank_, iteration, executor_->Describe());
+  return absl::OkStatus();
+}
+
+absl::Status Session::EndIteration(const StepStats& step) {
+  if (executor_ == nullptr || iteration_ < 0) {
+    return absl::FailedPreconditionError("EndIteration without BeginIteration");
+  }
+  const double exposed = executor_->TakeExposedSeconds();
+  exposed_seconds_ += exposed;
+  herd::v1::ReportIterationRequest report;
+  report.set_job(options_.job);
+  report.set_node_id(registered_.node_id());
+  report.set_iteration(iteration_);
+  auto* st = report.mutable_stats();
+  st->set_loss(step.loss);
+  st->set_iteration_seconds(Seconds(std::chrono::steady_clock::now() - iteration_begin_).count());
+  st->set_forward_seconds(step.forward_seconds);
+  st->set_backward_seconds(step.backward_seconds);
+  st->set_exposed_comm_seconds(exposed);
+  st->set_samples(step.samples);
+  // Progress is informational: a report lost to a scheduler restart costs nothing.
+  if (auto r = client_->ReportIteration(report); !r.ok()) {
+    Log().warn("worker {}: report of iteration {}: {}", rank_, iteration_, r.status().ToString());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Session::Flush() {
+  if (executor_ == nullptr) return absl::OkStatus();
+  HERD_RETURN_IF_ERROR(Explain(executor_->Flush()));
+  exposed_seconds_ += executor_->TakeExposedSeconds();
+  executor_description_ = executor_->Describe();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<herd::v1::JobStatus> Session::Finish(herd::v1::TrainingResult result) {
+  if (executor_description_.empty() && executor_) executor_description_ = executor_->Describe();
+  if (result.executor().empty()) result.set_executor(executor_description_);
+  herd::v1::FinishWorkerRequest req;
+  req.set_job(options_.job);
+  req.set_node_id(registered_.node_id());
+  *req.mutable_result() = std::move(result);
+  HERD_RETURN_IF_ERROR(timeline_->Write());
+  absl::StatusOr<herd::v1::JobStatus> status = client_->FinishWorker(req);
+  if (!status.ok()) return Explain(status.status());
+  finished_ = true;
+  // A finished worker stops heartbeating: the scheduler does not count that as a death.
+  heartbeats_.reset();
+  return status;
+}
+
+void Session::Fail(const absl::Status& why) {
+  if (job_over_.load() || why.ok()) return;
+  herd::v1::FailJobRequest req;
+  req.set_job(options_.job);
+  req.set_node_id(registered_.node_id());
+  req.set_reason(std::string(why.message()));
+  if (auto st = client_->FailJob(req); !st.ok()) {
+    Log().warn("worker {}: could not report the failure to the scheduler: {}", rank_,
+               st.status().ToString());
+  }
+}
+
+void Session::NoteJobEnded(herd::v1::JobState state, const std::string& reason) {
+  if (job_over_.exchange(true)) return;
+  if (state == herd::v1::JOB_COMPLETED) return;
+  const absl::Status outcome = scheduler::JobEndedStatus(options_.job, state, reason);
+  std::lock_guard<std::mutex> lock(mu_);
+  ended_ = outcome;
+  // Wakes a rank blocked in a collective whose peer stopped: it returns at once.
+  if (comm_) (void)comm_->abort(outcome);
+  Log().warn("worker {}: {}", rank_, std::string(outcome.message()));
+}
+
+absl::Status Session::job_outcome() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ended_;
+}
+
+absl::Status Session::Diagnose(absl::Status st) {
+  if (st.ok() || !job_outcome().ok()) return Explain(st);
+  // A peer that failed reports it and exits; this worker may see the broken connection a
+  // moment before the scheduler's FAILED. Wait briefly for the root cause.
+  const bool consequence = absl::IsUnavailable(st) || absl::IsAborted(st) ||
+                           absl::IsDeadlineExceeded(st) || absl::IsCancelled(st);
+  const Deadline deadline = Deadline::After(std::chrono::seconds(consequence ? 3 : 0));
+  for (;;) {
+    auto status = client_->GetJob(options_.job);
+    if (status.ok() && Ended(status->state())) {
+      NoteJobEnded(status->state(), EndReason(*status));
+      return Explain(st);
+    }
+    if (deadline.expired()) return st;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+absl::Status Session::Explain(absl::Status st) const {
+  if (st.ok()) return st;
+  absl::Status outcome = job_outcome();
+  return outcome.ok() ? st : outcome;
+}
+
+}  // namespace herd::worker

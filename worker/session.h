@@ -1,0 +1,156 @@
+#pragma once
+// The worker session: herd's C++ training API. A training program (the built-in `herd worker`,
+// the Python front end, any libtorch program) joins a job through it and drives its own
+// forward and backward; the session follows the scheduler's plan and runs the job's mode:
+//
+//   auto session = Session::Join(options);               // registers, waits for the job
+//   session->Attach(tensors, layout, planned_iterations);  // declares the model, waits to run
+//   for (int64_t i = 0; i < n; ++i) {
+//     Executor* ex = *session->BeginIteration(i);         // plan of i; a new mode switches here
+//     ... forward (ex->BeforeForward(t) before tensor t's layer), backward
+//         (ex->GradientReady(t, grad) as each gradient appears), ex->EndBackward() ...
+//     session->EndIteration(stats);                       // reports the iteration
+//   }
+//   session->Flush();                                     // parameters hold every update
+//   session->Finish(result);                              // the job completes when all have
+//
+// Mode switches: every worker switches at the same iteration, because the scheduler only
+// accepts a switch from an iteration no worker has begun and the mode of an iteration is a
+// pure function of the job's schedule. At a new mode (or new mode parameters) the session
+// flushes the old executor, builds the communicator of the new stretch (transport::Connect,
+// keyed by the stretch's first iteration so the ranks of a stretch find each other through
+// the scheduler's store) and the new executor.
+//
+// Ending: when the job ends (cancelled, or failed because of another process), the heartbeat
+// hears it within an interval and aborts the communicator, so a rank blocked in a collective
+// returns at once; BeginIteration and the executor's calls then return the job's outcome
+// (CANCELLED or ABORTED naming the process that failed). A worker whose own error ends its
+// training calls Fail(), which fails the job for every other process.
+//
+// Threading: one thread drives the session; the heartbeat thread only aborts.
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "common/timeline.h"
+#include "herd/v1/scheduler.pb.h"
+#include "scheduler/client/heartbeat_loop.h"
+#include "scheduler/client/scheduler_client.h"
+#include "transport/connect.h"
+#include "transport/store/store.h"
+#include "worker/executor.h"
+#include "worker/trainable.h"
+
+namespace herd::worker {
+
+struct SessionOptions {
+  scheduler::ClientOptions scheduler;
+  std::string job;
+  std::string name;                // stable identity with the scheduler (default: HOST-PID)
+  std::string host = "127.0.0.1";  // where peers reach this process (informational today)
+  std::optional<int> rank;         // requested rank (default: the lowest free one)
+  transport::Backend transport = transport::Backend::kUcx;
+  std::chrono::milliseconds timeout{std::chrono::seconds(120)};        // every collective wait
+  std::chrono::milliseconds start_timeout{std::chrono::seconds(120)};  // the others to register
+  std::chrono::milliseconds wait_for_job{std::chrono::minutes(5)};     // the job to be submitted
+  FusionSettings fusion;
+  std::string timeline_dir;  // write <dir>/worker-<rank>.json (Chrome trace) when set
+};
+
+class Session {
+ public:
+  // Waits for the job to exist (options.wait_for_job), registers as one of its workers and
+  // starts heartbeating. A job that has ended answers with its outcome (OK for COMPLETED).
+  static absl::StatusOr<std::unique_ptr<Session>> Join(SessionOptions options);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  int rank() const { return rank_; }
+  int world_size() const { return spec_.workers(); }
+  const std::string& job() const { return options_.job; }
+  // The job's spec (after Attach: with the model's layout).
+  const herd::v1::JobSpec& spec() const { return spec_; }
+  Timeline& timeline() { return *timeline_; }
+  uint64_t node_id() const { return registered_.node_id(); }
+
+  // Binds the model: `tensors` in forward order (fp32, host memory that stays put for the
+  // session's lifetime), their `layout` as a JobSpec lists it, and the iterations this worker
+  // will run (0: unknown). The scheduler checks the layout against the job's (or takes it as
+  // the job's when the spec listed none) and FAILED_PRECONDITION names the first tensor that
+  // differs. Then waits until every process of the job is there.
+  absl::Status Attach(std::vector<ModelTensor> tensors, std::vector<herd::v1::TensorSpec> layout,
+                      int64_t planned_iterations);
+
+  // Starts `iteration`: fetches its plan, switches mode when the plan says so, and returns the
+  // executor to drive it through (valid until the next BeginIteration or Flush).
+  absl::StatusOr<Executor*> BeginIteration(int64_t iteration);
+  // Ends the iteration begun last and reports it to the scheduler.
+  absl::Status EndIteration(const StepStats& step);
+  // Waits for every update in flight (dear's deferred all-gathers), so the parameters are
+  // final: before evaluation, a checkpoint or the end.
+  absl::Status Flush();
+  // Reports this worker's finished training (after Flush). The job completes when every
+  // worker has finished; the answer is the job's status as of this call.
+  absl::StatusOr<herd::v1::JobStatus> Finish(herd::v1::TrainingResult result);
+  // Fails the job because of this worker: the other processes stop with `why`. Does nothing
+  // when the job had already ended (it was the job's ending that stopped this worker).
+  void Fail(const absl::Status& why);
+
+  // The mode of the iteration begun last ("" before the first).
+  std::string mode() const { return executor_ ? std::string(executor_->mode()) : ""; }
+  // Seconds this worker was blocked on communication, over the whole session.
+  double exposed_comm_seconds() const { return exposed_seconds_; }
+  // What the last executor settled on (e.g. the tuned fusion threshold).
+  std::string executor_description() const { return executor_description_; }
+  // Why the job ended, once the session saw it end (OK while it runs, and after COMPLETED).
+  absl::Status job_outcome() const;
+  // The status to report for an error `st` of this worker: the job's outcome when the job
+  // ended (another process failed first: a transport error here is its consequence, so the
+  // scheduler is asked, briefly, whether the job failed), `st` otherwise.
+  absl::Status Diagnose(absl::Status st);
+
+ private:
+  Session(SessionOptions options, std::shared_ptr<scheduler::SchedulerClient> client);
+  absl::Status Register();
+  absl::Status WaitRunning();
+  // The plan of `iteration`; a restarting scheduler (UNAVAILABLE) is waited for.
+  absl::StatusOr<herd::v1::Plan> FetchPlan(int64_t iteration);
+  absl::Status SwitchTo(const herd::v1::Plan& plan, int64_t iteration);
+  // Records that the job ended and aborts the communicator (heartbeat thread or driver).
+  void NoteJobEnded(herd::v1::JobState state, const std::string& reason);
+  // The status to return instead of `st` when the job's ending caused it.
+  absl::Status Explain(absl::Status st) const;
+
+  const SessionOptions options_;
+  std::shared_ptr<scheduler::SchedulerClient> client_;
+  std::shared_ptr<transport::Store> store_;
+  herd::v1::JobSpec spec_;
+  herd::v1::RegisterNodeResponse registered_;
+  int rank_ = 0;
+  std::unique_ptr<Timeline> timeline_ = std::make_unique<Timeline>();  // disabled until Register
+  std::unique_ptr<scheduler::HeartbeatLoop> heartbeats_;
+
+  std::vector<ModelTensor> tensors_;
+  std::unique_ptr<Executor> executor_;
+  std::string executor_key_;  // the serialized ModeSpec the executor runs
+  std::string executor_description_;
+  double exposed_seconds_ = 0;
+  int64_t iteration_ = -1;
+  std::chrono::steady_clock::time_point iteration_begin_;
+  bool finished_ = false;
+
+  mutable std::mutex mu_;  // what the heartbeat thread touches
+  std::unique_ptr<transport::Communicator> comm_ ABSL_GUARDED_BY(mu_);
+  absl::Status ended_ ABSL_GUARDED_BY(mu_);  // the job's outcome once it ended (not COMPLETED)
+  std::atomic<bool> job_over_{false};
+};
+
+}  // namespace herd::worker
