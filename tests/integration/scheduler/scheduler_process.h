@@ -56,4 +56,12 @@ struct CliResult {
 // Runs `herd <args>` (arguments shell-quoted) and captures its output.
 CliResult RunHerd(const std::vector<std::string>& args);
 
+// Starts `herd <args>` in the background, stdout and stderr to `log`; returns its pid.
+pid_t SpawnHerd(const std::vector<std::string>& args, const std::string& log);
+// Waits up to `seconds` for `pid` to exit and returns its wait status; kills it and returns -1
+// when it does not.
+int WaitExit(pid_t pid, int seconds);
+// The whole file ("" when it cannot be read).
+std::string ReadFile(const std::string& path);
+
 }  // namespace herd::scheduler::testing

@@ -26,7 +26,10 @@ namespace herd {
 namespace {
 
 using scheduler::testing::CliResult;
+using scheduler::testing::ReadFile;
 using scheduler::testing::RunHerd;
+using scheduler::testing::SpawnHerd;
+using scheduler::testing::WaitExit;
 namespace fs = std::filesystem;
 
 // A fresh directory, removed at the end.
@@ -193,49 +196,12 @@ pid_t FindChild(pid_t parent, const std::string& needle) {
 
 bool Alive(pid_t pid) { return ::kill(pid, 0) == 0; }
 
-// Starts `herd local` with stdout+stderr to `log`; returns its pid.
-pid_t StartLocal(const std::vector<std::string>& args, const std::string& log) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    FILE* f = std::fopen(log.c_str(), "w");
-    ::dup2(fileno(f), STDOUT_FILENO);
-    ::dup2(fileno(f), STDERR_FILENO);
-    std::vector<std::string> all = {HERD_BINARY};
-    all.insert(all.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : all) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(HERD_BINARY, argv.data());
-    ::_exit(127);
-  }
-  return pid;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Waits for `pid` to exit (up to `seconds`); its wait status, or -1.
-int WaitExit(pid_t pid, int seconds) {
-  for (int i = 0; i < seconds * 20; ++i) {
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) return status;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, nullptr, 0);
-  return -1;
-}
-
 TEST(Training, ACrashedWorkerStopsTheJobAndIsNamed) {
   TempDir dir;
   auto args = ShortJob("allreduce", 3);
   args[args.size() - 2] = "60000";  // --train-samples  // long enough to be killed mid-way
   const std::string log = dir.path + "/local.log";
-  const pid_t local = StartLocal(args, log);
+  const pid_t local = SpawnHerd(args, log);
   pid_t victim = -1;
   for (int i = 0; i < 600 && victim < 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -260,7 +226,7 @@ TEST(Training, CtrlCStopsEveryChild) {
   auto args = ShortJob("ps_sync", 2);
   args[args.size() - 2] = "60000";  // --train-samples
   const std::string log = dir.path + "/local.log";
-  const pid_t local = StartLocal(args, log);
+  const pid_t local = SpawnHerd(args, log);
   for (int i = 0; i < 600 && FindChild(local, "--name worker-1") < 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
