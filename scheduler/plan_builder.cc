@@ -1,9 +1,9 @@
 #include "scheduler/plan_builder.h"
 
 #include "common/dtype.h"
+#include "plan/shard_map.h"
+#include "plan/topology.h"
 #include "scheduler/job_spec.h"
-#include "scheduler/plan/shard_map.h"
-#include "scheduler/plan/topology.h"
 
 namespace herd::scheduler {
 
@@ -48,8 +48,9 @@ Plan BuildPlan(const JobStatus& job, int64_t iteration) {
 
   std::vector<std::vector<int>> peers(static_cast<size_t>(world));
   if (IsDecentralizedMode(mode.mode())) {
-    peers = mode.topology() == "random" ? plan::RandomPeers(ranks, world, spec.seed(), iteration)
-                                        : plan::RingPeers(ranks, world);
+    const plan::Topology topology =
+        plan::ParseTopology(mode.topology()).value_or(plan::Topology::kRing);
+    peers = plan::Peers(topology, ranks, world, spec.seed(), iteration);
   }
   for (const auto& p : peers) {
     auto* list = plan.add_peers();
