@@ -11,6 +11,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/command.h"
+#include "cli/mode_options.h"
+#include "plan/modes.h"
 #include "proto/rpc/grpc_support.h"
 #include "scheduler/client/job_yaml.h"
 #include "scheduler/client/scheduler_client.h"
@@ -88,7 +90,8 @@ void PrintPlan(const Plan& p) {
   std::printf("mode  %s\n", ModeText(p.mode()).c_str());
   std::printf("ranks %s of %d\n", absl::StrJoin(p.ranks(), " ").c_str(), p.world_size());
   std::printf("ring  %s\n", absl::StrJoin(p.ring(), " -> ").c_str());
-  if (p.mode().mode() == "decentralized" || p.mode().mode() == "decentralized_lp") {
+  const plan::ModeInfo* mode = plan::FindMode(p.mode().mode());
+  if (mode != nullptr && mode->plan_carries == plan::PlanCarries::kPeers) {
     std::printf("peers\n");
     for (int r = 0; r < p.peers_size(); ++r) {
       std::printf(
@@ -195,16 +198,10 @@ class JobCommand : public Command {
     set_mode_ = common(app.add_subcommand(
         "set-mode", "Switch a job's mode at an iteration boundary no worker has begun"));
     set_mode_->add_option("NAME", name_, "job name")->required();
-    set_mode_->add_option("MODE", mode_.mode, "the new mode")->required();
+    set_mode_->add_option("MODE", mode_, "the new mode: " + plan::ModeNameList())->required();
     set_mode_->add_option("--from-iteration", from_iteration_,
                           "First iteration of the new mode (default: the next one not begun)");
-    set_mode_->add_option("--topology", mode_.topology, "decentralized*: ring or random");
-    set_mode_->add_option("--teams", mode_.teams, "sparse: SparDL teams");
-    set_mode_->add_option("--density", mode_.density, "sparse, topk_allgather: top-k ratio");
-    set_mode_->add_option("--block-bytes", mode_.block_bytes, "lp: pipeline block bytes");
-    set_mode_->add_option("--staleness", staleness_, "ps_async: staleness bound");
-    set_mode_->add_option("--compressor", mode_.compressor,
-                          "decentralized_lp, clps, ps_ec: minmax_uint8, qsgd, sign or fp16");
+    mode_options_.Configure(*set_mode_);
     plan_ = common(app.add_subcommand("plan", "Print the plan of one iteration"));
     plan_->add_option("NAME", name_, "job name")->required();
     plan_->add_option("--iteration", iteration_, "the iteration")->required();
@@ -278,13 +275,9 @@ class JobCommand : public Command {
       herd::v1::SetModeRequest req;
       req.set_job(name_);
       auto* m = req.mutable_mode();
-      m->set_mode(mode_.mode);
-      m->set_topology(mode_.topology);
-      m->set_teams(mode_.teams);
-      m->set_density(mode_.density);
-      m->set_block_bytes(mode_.block_bytes);
-      m->set_compressor(mode_.compressor);
-      if (set_mode_->count("--staleness") > 0) m->set_staleness(staleness_);
+      m->set_mode(mode_);
+      // The scheduler refuses a parameter that does not apply (with the rule's own message).
+      mode_options_.SetAllGiven(m);
       if (set_mode_->count("--from-iteration") > 0) req.set_from_iteration(from_iteration_);
       auto job = c.SetMode(req);
       if (!job.ok()) return Fail(job.status());
@@ -329,20 +322,13 @@ class JobCommand : public Command {
     return kExitFailure;
   }
 
-  struct ModeFlags {
-    std::string mode, topology, compressor;
-    int32_t teams = 0;
-    double density = 0;
-    int64_t block_bytes = 0;
-  };
-
   scheduler::ClientOptions client_;
   std::string token_file_;
   CLI::App *submit_ = nullptr, *status_ = nullptr, *list_ = nullptr, *set_mode_ = nullptr,
            *plan_ = nullptr, *cancel_ = nullptr, *delete_ = nullptr;
   std::string file_, name_, reason_;
-  ModeFlags mode_;
-  int32_t staleness_ = 0;
+  std::string mode_;
+  ModeOptions mode_options_;
   int64_t from_iteration_ = 0;
   int64_t iteration_ = 0;
   bool json_ = false;

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -23,6 +24,8 @@
 #include "cli/command.h"
 #include "cli/local/child_processes.h"
 #include "cli/local/progress.h"
+#include "cli/mode_options.h"
+#include "plan/modes.h"
 #include "scheduler/client/scheduler_client.h"
 #include "scheduler/scheduler_core.h"
 #include "worker/torch/torch_trainable.h"
@@ -41,11 +44,12 @@ class LocalCommand final : public Command {
   void Configure(CLI::App& app) override {
     app.add_option("--workers", workers_, "Worker processes")->check(CLI::Range(1, 64));
     app.add_option("--servers", servers_,
-                   "Parameter-server shards (default: 1 when a ps_* mode is used, else 0)")
+                   "Parameter-server shards (default: 1 when one of the job's modes runs on them, "
+                   "else 0)")
         ->check(CLI::Range(0, 16));
-    app.add_option("--mode", mode_,
-                   "allreduce, dear, lp, ps_sync, ps_async, ps_ec (and the modes of "
-                   "docs/modes.md)")
+    app.add_option(
+           "--mode", mode_,
+           "The mode: " + plan::ModeNameList() + " (what each does and takes: docs/scheduler.md)")
         ->capture_default_str();
     app.add_option("--model", model_, "mlp or cnn")->capture_default_str();
     app.add_option("--epochs", epochs_, "Passes over each worker's shard")
@@ -61,10 +65,8 @@ class LocalCommand final : public Command {
     app.add_option("--train-samples", train_samples_,
                    "Train on the first N samples of the training set only (0: all 60000)");
     app.add_option("--seed", seed_, "Seed of the model, the data order and random topologies");
-    app.add_option("--staleness", staleness_, "ps_async: staleness bound (-1: none)");
-    app.add_option("--compressor", compressor_, "ps_ec, clps, decentralized_lp: the compressor");
-    app.add_option("--density", density_, "sparse, topk_allgather: top-k density");
-    app.add_option("--topology", topology_, "decentralized*: ring or random");
+    // Each goes to the job's modes that take it; one that none takes is refused.
+    mode_options_.Configure(app);
     app.add_option("--fusion-threshold", fusion_kib_, "Fusion bucket bound in KiB");
     app.add_flag("--tune-fusion", tune_fusion_, "dear: tune the fusion threshold online");
     app.add_option("--state", state_dir_,
@@ -103,7 +105,9 @@ class LocalCommand final : public Command {
     herd::v1::JobSpec spec;
     spec.set_name(job_);
     spec.set_workers(workers_);
-    bool any_ps = mode_.rfind("ps_", 0) == 0;
+    auto first = plan::LookUpMode(mode_);
+    if (!first.ok()) return first.status();
+    std::vector<const plan::ModeInfo*> modes = {*first};
     for (const std::string& sw : switches_) {
       std::pair<std::string, std::string> parts = absl::StrSplit(sw, absl::MaxSplits(':', 1));
       int64_t iteration = 0;
@@ -111,11 +115,19 @@ class LocalCommand final : public Command {
         return absl::InvalidArgumentError(absl::StrFormat(
             "--switch-mode-at '%s': expected ITERATION:MODE with ITERATION >= 1", sw));
       }
-      any_ps |= parts.second.rfind("ps_", 0) == 0;
-      planned_.push_back({iteration, parts.second});
+      auto mode = plan::LookUpMode(parts.second);
+      if (!mode.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("--switch-mode-at '%s': %s", sw, mode.status().message()));
+      }
+      modes.push_back(*mode);
+      planned_.push_back({iteration, *mode});
     }
-    spec.set_servers(servers_ >= 0 ? servers_ : (any_ps ? 1 : 0));
-    *spec.mutable_mode() = ModeSpecFor(mode_);
+    if (auto st = mode_options_.CheckApplies(modes); !st.ok()) return st;
+    const bool any_servers = std::any_of(modes.begin(), modes.end(),
+                                         [](const plan::ModeInfo* m) { return m->needs_servers; });
+    spec.set_servers(servers_ >= 0 ? servers_ : (any_servers ? 1 : 0));
+    *spec.mutable_mode() = mode_options_.SpecFor(**first);
     auto layout = worker::ModelLayout(model_);
     if (!layout.ok()) return layout.status();
     for (const auto& t : *layout) *spec.add_tensors() = t;
@@ -128,18 +140,6 @@ class LocalCommand final : public Command {
     training->set_batch_size(batch_size_);
     training->set_train_samples(train_samples_);
     return spec;
-  }
-
-  herd::v1::ModeSpec ModeSpecFor(const std::string& mode) const {
-    herd::v1::ModeSpec m;
-    m.set_mode(mode);
-    if (mode == "ps_async" && staleness_ != kUnset) m.set_staleness(staleness_);
-    if (!compressor_.empty() && (mode == "ps_ec" || mode == "clps" || mode == "decentralized_lp")) {
-      m.set_compressor(compressor_);
-    }
-    if (density_ > 0 && (mode == "sparse" || mode == "topk_allgather")) m.set_density(density_);
-    if (!topology_.empty() && mode.rfind("decentralized", 0) == 0) m.set_topology(topology_);
-    return m;
   }
 
   absl::Status PrepareStateDir() {
@@ -220,7 +220,7 @@ class LocalCommand final : public Command {
     for (const auto& [iteration, mode] : planned_) {
       herd::v1::SetModeRequest req;
       req.set_job(job_);
-      *req.mutable_mode() = ModeSpecFor(mode);
+      *req.mutable_mode() = mode_options_.SpecFor(*mode);
       req.set_from_iteration(iteration);
       auto set = (*sched)->SetMode(req);
       if (!set.ok()) return Fail(set.status());
@@ -372,7 +372,6 @@ class LocalCommand final : public Command {
     return kExitFailure;
   }
 
-  static constexpr int kUnset = -1000;
   int workers_ = 4;
   int servers_ = -1;
   std::string mode_ = "dear";
@@ -382,13 +381,10 @@ class LocalCommand final : public Command {
   double lr_ = 0.05;
   std::string optimizer_ = "momentum";
   std::vector<std::string> switches_;
-  std::vector<std::pair<int64_t, std::string>> planned_;
+  std::vector<std::pair<int64_t, const plan::ModeInfo*>> planned_;
   int64_t train_samples_ = 0;
   uint64_t seed_ = 1;
-  int staleness_ = kUnset;
-  std::string compressor_;
-  double density_ = 0;
-  std::string topology_;
+  ModeOptions mode_options_;
   int fusion_kib_ = 4096;
   bool tune_fusion_ = false;
   std::string state_dir_;

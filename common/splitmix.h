@@ -1,9 +1,9 @@
 #pragma once
 // splitmix64 (Steele, Lea, Flood 2014): the generator behind the seeded random choices that
-// several processes must make identically (random peer pairings, stochastic rounding seeds).
+// several processes must make identically (random peer pairings in plan/topology.h, stochastic
+// rounding seeds).
 // Tiny, fast, and defined bit for bit here, so every rank and every build draws the same
 // numbers (std:: distributions are not specified bit for bit across library versions).
-// scheduler/plan/topology.h has the same generator; the two must stay identical.
 
 #include <cstdint>
 

@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <set>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "common/dtype.h"
+#include "common/status.h"
+#include "plan/modes.h"
+#include "plan/topology.h"
 
 namespace herd::scheduler {
 namespace {
@@ -15,86 +16,38 @@ using herd::v1::JobSpec;
 using herd::v1::ModeSpec;
 
 constexpr int64_t kDefaultChunkBytes = 1 << 20;
-constexpr int64_t kDefaultBlockBytes = 1 << 20;
-constexpr double kDefaultDensity = 0.01;
-constexpr int32_t kDefaultStaleness = 4;
 constexpr int32_t kUnboundedStaleness = -1;  // job.proto: no bound (fully asynchronous)
 constexpr int32_t kMaxProcesses = 65536;
 constexpr int kMaxTensors = 1 << 20;
 
-// What each mode needs and which parameters apply to it.
-struct ModeInfo {
-  std::string_view name;
-  bool needs_servers = false;
-  bool floating_only = false;  // averages, quantises or applies an optimizer
-  bool topology = false;
-  bool teams = false;
-  bool density = false;
-  bool block_bytes = false;
-  bool staleness = false;
-  bool compressor = false;
-};
+const std::set<std::string, std::less<>> kOptimizers = {"sgd", "momentum", "adam"};
 
-constexpr ModeInfo kModes[] = {
-    {"allreduce"},
-    {"dear"},
-    {"lp", false, false, false, false, false, true},
-    {"sparse", false, true, false, true, true},
-    {"topk_allgather", false, true, false, false, true},
-    {"decentralized", false, true, true},
-    {"decentralized_lp", false, true, true, false, false, false, false, true},
-    {"clps", false, true, false, false, false, false, false, true},
-    {"ps_sync", true, true},
-    {"ps_async", true, true, false, false, false, false, true},
-    {"ps_ec", true, true, false, false, false, false, false, true},
-};
-
-const ModeInfo* FindMode(std::string_view name) {
-  for (const auto& m : kModes) {
-    if (m.name == name) return &m;
-  }
-  return nullptr;
+absl::Status NotForMode(plan::Param param, std::string_view mode) {
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "parameter '%s' does not apply to mode '%s'; remove it", plan::ParamName(param), mode));
 }
 
-const std::set<std::string, std::less<>> kTopologies = {"ring", "random"};
-// The compressors the workers implement (algorithms/compression/compressor.h): the plain names,
-// and qsgd:LEVELS (1..127), topk:DENSITY ((0, 1]). The workers parse the parameters again.
-bool KnownCompressor(std::string_view name) {
-  static const std::set<std::string, std::less<>> plain = {"minmax_uint8", "sign", "fp16",
-                                                           "bf16",         "qsgd", "topk"};
-  if (plain.contains(name)) return true;
-  if (name.substr(0, 5) == "qsgd:") {
-    int levels = 0;
-    return absl::SimpleAtoi(std::string(name.substr(5)), &levels) && levels >= 1 && levels <= 127;
-  }
-  if (name.substr(0, 5) == "topk:") {
-    double density = 0;
-    return absl::SimpleAtod(std::string(name.substr(5)), &density) && density > 0 && density <= 1;
+// Whether `in` sets parameter `p` (unset: the proto default; staleness has presence, since 0
+// is a valid bound).
+bool Sets(const ModeSpec& in, plan::Param p) {
+  switch (p) {
+    case plan::Param::kTopology:
+      return !in.topology().empty();
+    case plan::Param::kTeams:
+      return in.teams() != 0;
+    case plan::Param::kDensity:
+      return in.density() != 0;
+    case plan::Param::kBlockBytes:
+      return in.block_bytes() != 0;
+    case plan::Param::kStaleness:
+      return in.has_staleness();
+    case plan::Param::kCompressor:
+      return !in.compressor().empty();
   }
   return false;
 }
-const std::set<std::string, std::less<>> kOptimizers = {"sgd", "momentum", "adam"};
-
-absl::Status NotForMode(std::string_view param, std::string_view mode) {
-  return absl::InvalidArgumentError(
-      absl::StrFormat("parameter '%s' does not apply to mode '%s'; remove it", param, mode));
-}
 
 }  // namespace
-
-const std::vector<std::string>& ModeNames() {
-  static const auto* names = [] {
-    auto* v = new std::vector<std::string>;
-    for (const auto& m : kModes) v->emplace_back(m.name);
-    return v;
-  }();
-  return *names;
-}
-
-bool IsDecentralizedMode(std::string_view mode) {
-  const ModeInfo* m = FindMode(mode);
-  return m != nullptr && m->topology;
-}
 
 absl::Status ValidateJobName(std::string_view name) {
   auto ok_char = [](char c) {
@@ -113,36 +66,31 @@ absl::Status ValidateJobName(std::string_view name) {
 }
 
 absl::StatusOr<ModeSpec> NormalizeMode(const ModeSpec& in, const JobSpec& spec) {
-  const ModeInfo* m = FindMode(in.mode());
-  if (m == nullptr) {
-    return absl::InvalidArgumentError(absl::StrFormat("unknown mode '%s'; known modes: %s",
-                                                      in.mode(), absl::StrJoin(ModeNames(), ", ")));
-  }
+  HERD_ASSIGN_OR_RETURN(const plan::ModeInfo* m, plan::LookUpMode(in.mode()));
   ModeSpec out = in;
   // Parameters that do not apply are rejected rather than ignored: a typo must not be silent.
-  if (!in.topology().empty() && !m->topology) return NotForMode("topology", in.mode());
-  if (in.teams() != 0 && !m->teams) return NotForMode("teams", in.mode());
-  if (in.density() != 0 && !m->density) return NotForMode("density", in.mode());
-  if (in.block_bytes() != 0 && !m->block_bytes) return NotForMode("block_bytes", in.mode());
-  if (in.has_staleness() && !m->staleness) return NotForMode("staleness", in.mode());
-  if (!in.compressor().empty() && !m->compressor) return NotForMode("compressor", in.mode());
+  for (plan::Param p : plan::kAllParams) {
+    if (Sets(in, p) && !m->Takes(p)) return NotForMode(p, in.mode());
+  }
+  const plan::ParamDefaults& defaults = m->defaults;
 
-  if (m->topology) {
-    if (out.topology().empty()) out.set_topology("ring");
-    if (!kTopologies.contains(out.topology())) {
+  if (m->Takes(plan::Param::kTopology)) {
+    if (out.topology().empty()) out.set_topology(std::string(defaults.topology));
+    auto topology = plan::ParseTopology(out.topology());
+    if (!topology.ok()) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "unknown topology '%s' for mode '%s'; use ring or random", out.topology(), in.mode()));
     }
-    // D_LP_S keeps replicas of its neighbours' models: the neighbours must stay the same.
-    if (in.mode() == "decentralized_lp" && out.topology() != "ring") {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "mode decentralized_lp needs fixed neighbours (it keeps replicas of their models); "
-          "topology '%s' changes them every iteration: use ring",
-          out.topology()));
+    // A mode that keeps replicas of its neighbours' models needs the neighbours to stay the same.
+    if (m->fixed_peers && *topology != plan::Topology::kRing) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("mode %s needs fixed neighbours (it keeps replicas of their models); "
+                          "topology '%s' changes them every iteration: use ring",
+                          in.mode(), out.topology()));
     }
   }
-  if (m->teams) {
-    if (out.teams() == 0) out.set_teams(1);
+  if (m->Takes(plan::Param::kTeams)) {
+    if (out.teams() == 0) out.set_teams(defaults.teams);
     if (out.teams() < 1) {
       return absl::InvalidArgumentError(absl::StrFormat("teams must be >= 1, got %d", out.teams()));
     }
@@ -152,42 +100,30 @@ absl::StatusOr<ModeSpec> NormalizeMode(const ModeSpec& in, const JobSpec& spec) 
           in.mode(), out.teams(), out.teams(), spec.name(), spec.workers()));
     }
   }
-  if (m->density) {
-    if (out.density() == 0) out.set_density(kDefaultDensity);
+  if (m->Takes(plan::Param::kDensity)) {
+    if (out.density() == 0) out.set_density(defaults.density);
     if (!(out.density() > 0 && out.density() <= 1)) {
       return absl::InvalidArgumentError(
           absl::StrFormat("density must be in (0, 1], got %g", out.density()));
     }
   }
-  if (m->block_bytes) {
-    if (out.block_bytes() == 0) out.set_block_bytes(kDefaultBlockBytes);
+  if (m->Takes(plan::Param::kBlockBytes)) {
+    if (out.block_bytes() == 0) out.set_block_bytes(defaults.block_bytes);
     if (out.block_bytes() < 1) {
       return absl::InvalidArgumentError(
           absl::StrFormat("block_bytes must be >= 1, got %d", out.block_bytes()));
     }
   }
-  if (m->staleness) {
-    if (!in.has_staleness()) out.set_staleness(kDefaultStaleness);
+  if (m->Takes(plan::Param::kStaleness)) {
+    if (!in.has_staleness()) out.set_staleness(defaults.staleness);
     if (out.staleness() < kUnboundedStaleness) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "staleness must be >= 0, or -1 (inf in YAML) for none, got %d", out.staleness()));
     }
   }
-  if (m->compressor) {
-    if (out.compressor().empty()) out.set_compressor("minmax_uint8");
-    if (!KnownCompressor(out.compressor())) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "unknown compressor '%s'; use minmax_uint8, sign, fp16, bf16, qsgd[:LEVELS] or "
-          "topk[:DENSITY]",
-          out.compressor()));
-    }
-    // The shards implement these two (algorithms/compression); refusing the others here keeps
-    // a job no shard could serve from being accepted.
-    if (m->needs_servers && out.compressor() != "minmax_uint8" && out.compressor() != "sign") {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "compressor '%s' is not served by parameter servers; %s takes minmax_uint8 or sign",
-          out.compressor(), in.mode()));
-    }
+  if (m->Takes(plan::Param::kCompressor)) {
+    if (out.compressor().empty()) out.set_compressor(std::string(defaults.compressor));
+    HERD_RETURN_IF_ERROR(plan::CheckCompressor(*m, out.compressor()));
   }
   if (m->needs_servers && spec.servers() < 1) {
     return absl::FailedPreconditionError(
@@ -314,8 +250,8 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& in) {
   }
 
   if (!in.has_mode() || in.mode().mode().empty()) {
-    return absl::InvalidArgumentError(absl::StrFormat("job '%s' has no mode; known modes: %s",
-                                                      in.name(), absl::StrJoin(ModeNames(), ", ")));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("job '%s' has no mode; known modes: %s", in.name(), plan::ModeNameList()));
   }
   auto mode = NormalizeMode(in.mode(), out);
   if (!mode.ok()) {

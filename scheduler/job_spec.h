@@ -1,22 +1,15 @@
 #pragma once
 // Validation of JobSpecs and modes. A spec that passes is complete: every parameter that
 // applies to its mode has a value (defaults filled in), so the stored spec says exactly how
-// the job runs. The rules are listed in docs/scheduler.md ("JobSpec").
+// the job runs. The rules are listed in docs/scheduler.md ("JobSpec"); what each mode takes,
+// needs and defaults to comes from the mode registry (plan/modes.h).
 
-#include <string>
 #include <string_view>
-#include <vector>
 
 #include "absl/status/statusor.h"
 #include "herd/v1/job.pb.h"
 
 namespace herd::scheduler {
-
-// The modes herd knows, in the order of DESIGN.md.
-const std::vector<std::string>& ModeNames();
-
-// True for the modes whose plan carries peers (decentralized, decentralized_lp).
-bool IsDecentralizedMode(std::string_view mode);
 
 // Checks a job name: [a-z0-9][a-z0-9._-]*, at most 63 characters (INVALID_ARGUMENT).
 absl::Status ValidateJobName(std::string_view name);

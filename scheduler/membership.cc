@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "plan/modes.h"
 #include "scheduler/plan_builder.h"
 #include "scheduler/scheduler_core.h"
 
@@ -17,9 +18,10 @@ constexpr size_t kMaxNameBytes = 128;
 constexpr size_t kMaxAddressBytes = 256;
 constexpr size_t kMaxUcxAddressBytes = 64 * 1024;
 
-// ps_async goes on with the live workers (its shards' staleness bound ignores dead ones);
-// every other mode exchanges with, or waits for, all of them.
-bool ModeNeedsEveryWorker(const herd::v1::ModeSpec& mode) { return mode.mode() != "ps_async"; }
+bool ModeNeedsEveryWorker(const herd::v1::ModeSpec& mode) {
+  const plan::ModeInfo* m = plan::FindMode(mode.mode());
+  return m == nullptr || !m->survives_worker_loss;
+}
 
 std::string_view RoleName(herd::v1::Role role) {
   return role == herd::v1::ROLE_SERVER ? "server" : "worker";

@@ -2,9 +2,9 @@
 
 #include "absl/strings/str_format.h"
 #include "common/dtype.h"
-#include "scheduler/job_spec.h"
-#include "scheduler/plan/shard_map.h"
-#include "scheduler/plan/topology.h"
+#include "plan/modes.h"
+#include "plan/shard_map.h"
+#include "plan/topology.h"
 
 namespace herd::scheduler {
 
@@ -51,17 +51,22 @@ Plan BuildPlan(const JobStatus& job, int64_t iteration) {
   for (int r : ranks) plan.add_ranks(r);
   for (int r : ring) plan.add_ring(r);
 
+  // The mode was validated when it was scheduled, so the registry knows it.
+  const plan::ModeInfo* info = plan::FindMode(mode.mode());
+  const plan::PlanCarries carries =
+      info != nullptr ? info->plan_carries : plan::PlanCarries::kNothing;
   std::vector<std::vector<int>> peers(static_cast<size_t>(world));
-  if (IsDecentralizedMode(mode.mode())) {
-    peers = mode.topology() == "random" ? plan::RandomPeers(ranks, world, spec.seed(), iteration)
-                                        : plan::RingPeers(ranks, world);
+  if (carries == plan::PlanCarries::kPeers) {
+    const plan::Topology topology =
+        plan::ParseTopology(mode.topology()).value_or(plan::Topology::kRing);
+    peers = plan::Peers(topology, ranks, world, spec.seed(), iteration);
   }
   for (const auto& p : peers) {
     auto* list = plan.add_peers();
     for (int q : p) list->add_ranks(q);
   }
 
-  if (mode.mode() == "sparse") {
+  if (carries == plan::PlanCarries::kTeams) {
     const int teams = plan::EffectiveTeams(static_cast<int>(ring.size()), mode.teams());
     for (const auto& team : plan::Teams(ring, teams)) {
       auto* t = plan.add_teams();

@@ -1,5 +1,6 @@
 #pragma once
-// Turns a job's state into the Plan of one iteration, with the pure rules of scheduler/plan/.
+// Turns a job's state into the Plan of one iteration, with the pure rules of plan/ (what the
+// mode's plan carries comes from the mode registry, plan/modes.h).
 // The plan depends only on the spec, the mode schedule, the participating ranks, the seed and
 // the iteration, so a recomputation (by the scheduler after a restart, or by a worker) gives
 // the same answer.

@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "plan/modes.h"
 #include "scheduler/client/heartbeat_loop.h"
 #include "scheduler/client/job_wait.h"
 #include "server/engine.h"
@@ -31,7 +32,10 @@ std::string HostName() {
   return buf;
 }
 
-bool IsPsMode(const std::string& mode) { return mode.rfind("ps_", 0) == 0; }
+bool IsPsMode(const std::string& mode) {
+  const plan::ModeInfo* m = plan::FindMode(mode);
+  return m != nullptr && m->needs_servers;
+}
 
 bool Ended(JobState s) {
   return s == herd::v1::JOB_COMPLETED || s == herd::v1::JOB_FAILED || s == herd::v1::JOB_CANCELLED;

@@ -1,22 +1,60 @@
 #include "server/shard_config.h"
 
+#include <optional>
+#include <string_view>
+#include <vector>
+
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "herd/v1/job.pb.h"
+#include "plan/modes.h"
 
 namespace herd::server {
 
-std::string ModeName(Mode mode) {
+namespace {
+
+plan::ServerEngine EngineOf(Mode mode) {
   switch (mode) {
     case Mode::kSync:
-      return "ps_sync";
+      return plan::ServerEngine::kSync;
     case Mode::kAsync:
-      return "ps_async";
+      return plan::ServerEngine::kAsync;
     case Mode::kEc:
-      return "ps_ec";
+      return plan::ServerEngine::kErrorCompensated;
   }
-  return "?";
+  return plan::ServerEngine::kNone;
+}
+
+// The shard's engine for a mode of the registry; nullopt when the shards do not serve it.
+std::optional<Mode> ModeOf(plan::ServerEngine engine) {
+  switch (engine) {
+    case plan::ServerEngine::kSync:
+      return Mode::kSync;
+    case plan::ServerEngine::kAsync:
+      return Mode::kAsync;
+    case plan::ServerEngine::kErrorCompensated:
+      return Mode::kEc;
+    case plan::ServerEngine::kNone:
+      break;
+  }
+  return std::nullopt;
+}
+
+// "ps_sync, ps_async and ps_ec": the modes the shards serve.
+std::string ServedModes() {
+  std::vector<std::string_view> names;
+  for (const plan::ModeInfo& m : plan::Modes()) {
+    if (m.server_engine != plan::ServerEngine::kNone) names.push_back(m.name);
+  }
+  return plan::JoinForSentence(names);
+}
+
+}  // namespace
+
+std::string ModeName(Mode mode) {
+  const plan::ModeInfo* m = plan::ModeServedBy(EngineOf(mode));
+  return m != nullptr ? std::string(m->name) : "?";
 }
 
 absl::StatusOr<Durability> ParseDurability(const std::string& text) {
@@ -59,17 +97,15 @@ absl::StatusOr<ShardConfig> ShardConfigFromJob(const herd::v1::JobSpec& spec,
   c.workers = spec.workers();
   c.durability = durability;
   const std::string& mode = plan.mode().mode().empty() ? spec.mode().mode() : plan.mode().mode();
-  if (mode == "ps_sync") {
-    c.mode = Mode::kSync;
-  } else if (mode == "ps_async") {
-    c.mode = Mode::kAsync;
-  } else if (mode == "ps_ec") {
-    c.mode = Mode::kEc;
-  } else {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "job '%s' runs mode '%s'; a parameter server serves ps_sync, ps_async and ps_ec only",
-        spec.name(), mode));
+  const plan::ModeInfo* info = plan::FindMode(mode);
+  const std::optional<Mode> engine =
+      info != nullptr ? ModeOf(info->server_engine) : std::optional<Mode>();
+  if (!engine) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("job '%s' runs mode '%s'; a parameter server serves %s only", spec.name(),
+                        mode, ServedModes()));
   }
+  c.mode = *engine;
   if (c.workers < 1) {
     return absl::InvalidArgumentError(absl::StrFormat("job '%s' has no workers", spec.name()));
   }
@@ -78,17 +114,17 @@ absl::StatusOr<ShardConfig> ShardConfigFromJob(const herd::v1::JobSpec& spec,
   if (ms.has_staleness()) {
     c.staleness = ms.staleness() < 0 ? ShardConfig::kInfiniteStaleness : ms.staleness();
   }
-  if (c.mode == Mode::kEc) {
-    auto comp =
-        compression::ParseCompressor(ms.compressor().empty() ? "minmax_uint8" : ms.compressor());
-    if (!comp.ok()) return comp.status();
-    // ParseCompressor knows more compressors than ps_ec serves (the scheduler's rule too).
-    if (*comp != compression::Compressor::kMinMaxUInt8 && *comp != compression::Compressor::kSign) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "job '%s': compressor '%s' is not served by parameter servers; ps_ec takes "
-          "minmax_uint8 or sign",
-          spec.name(), compression::CompressorName(*comp)));
+  if (info->Takes(plan::Param::kCompressor)) {
+    const std::string_view chosen =
+        ms.compressor().empty() ? info->defaults.compressor : std::string_view(ms.compressor());
+    // The registry's rule (the scheduler's too): the shards serve fewer compressors than
+    // ParseCompressor knows.
+    if (auto st = plan::CheckCompressor(*info, chosen); !st.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("job '%s': %s", spec.name(), std::string(st.message())));
     }
+    auto comp = compression::ParseCompressor(chosen);
+    if (!comp.ok()) return comp.status();
     c.compressor = *comp;
   }
   auto kind = ParseOptimizer(spec.optimizer().name());

@@ -93,9 +93,12 @@ class Executor {
 // or a context the mode cannot use (no communicator for a collective mode, no shards for ps_*).
 absl::StatusOr<std::unique_ptr<Executor>> MakeExecutor(ExecutorContext context);
 
-// Whether a mode runs collectives among the workers (needs a communicator) or talks to the
-// parameter servers.
+// The modes this worker has an executor builder for (a test checks that they are exactly the
+// modes of the registry, plan/modes.h).
+std::vector<std::string> ExecutorModes();
+
+// The registry's answer for `mode` (false for an unknown mode): whether it runs collectives
+// among the workers and so needs a communicator (plan/modes.h, needs_communicator).
 bool ModeUsesCommunicator(std::string_view mode);
-bool ModeUsesServers(std::string_view mode);
 
 }  // namespace herd::worker

@@ -1,12 +1,13 @@
-// The table of modes the worker runs: each mode name to the function that builds its executor.
-// A new mode adds one entry here and its executor under worker/executors/.
+// The worker's half of the mode registry: each mode name to the function that builds its
+// executor. What a mode needs (a communicator, shards) comes from plan/modes.h; a new mode adds
+// its registry entry there, its executor under worker/executors/ and one line here.
 #include <functional>
 #include <map>
 #include <string>
 
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "common/status.h"
+#include "plan/modes.h"
 #include "worker/executor.h"
 #include "worker/executors/clps_executor.h"
 #include "worker/executors/dear_executor.h"
@@ -19,65 +20,61 @@
 namespace herd::worker {
 namespace {
 
-struct ModeEntry {
-  bool uses_communicator;
-  std::function<absl::StatusOr<std::unique_ptr<Executor>>(const ExecutorContext&)> make;
-};
+using Builder = std::function<absl::StatusOr<std::unique_ptr<Executor>>(const ExecutorContext&)>;
 
-const std::map<std::string, ModeEntry, std::less<>>& Modes() {
-  static const auto* modes = new std::map<std::string, ModeEntry, std::less<>>{
+const std::map<std::string, Builder, std::less<>>& Builders() {
+  static const auto* builders = new std::map<std::string, Builder, std::less<>>{
       {"allreduce",
-       {true,
-        [](const ExecutorContext& c) {
-          return MakeWfbpExecutor(c, collectives::Algorithm::kRing);
-        }}},
+       [](const ExecutorContext& c) { return MakeWfbpExecutor(c, collectives::Algorithm::kRing); }},
       {"lp",
-       {true,
-        [](const ExecutorContext& c) {
-          return MakeWfbpExecutor(c, collectives::Algorithm::kLinearPipeline);
-        }}},
-      {"dear", {true, MakeDearExecutor}},
-      {"sparse", {true, MakeSparseExecutor}},
-      {"topk_allgather", {true, MakeSparseExecutor}},
-      {"decentralized", {true, MakeDecentralizedExecutor}},
-      {"decentralized_lp", {true, MakeDecentralizedLpExecutor}},
-      {"clps", {true, MakeClpsExecutor}},
-      {"ps_sync", {false, MakePsExecutor}},
-      {"ps_async", {false, MakePsExecutor}},
-      {"ps_ec", {false, MakePsExecutor}},
+       [](const ExecutorContext& c) {
+         return MakeWfbpExecutor(c, collectives::Algorithm::kLinearPipeline);
+       }},
+      {"dear", MakeDearExecutor},
+      {"sparse", MakeSparseExecutor},
+      {"topk_allgather", MakeSparseExecutor},
+      {"decentralized", MakeDecentralizedExecutor},
+      {"decentralized_lp", MakeDecentralizedLpExecutor},
+      {"clps", MakeClpsExecutor},
+      {"ps_sync", MakePsExecutor},
+      {"ps_async", MakePsExecutor},
+      {"ps_ec", MakePsExecutor},
   };
-  return *modes;
+  return *builders;
 }
 
 }  // namespace
 
-bool ModeUsesCommunicator(std::string_view mode) {
-  auto it = Modes().find(mode);
-  return it != Modes().end() && it->second.uses_communicator;
+std::vector<std::string> ExecutorModes() {
+  std::vector<std::string> names;
+  for (const auto& [name, builder] : Builders()) names.push_back(name);
+  return names;
 }
 
-bool ModeUsesServers(std::string_view mode) { return mode.substr(0, 3) == "ps_"; }
+bool ModeUsesCommunicator(std::string_view mode) {
+  const plan::ModeInfo* m = plan::FindMode(mode);
+  return m != nullptr && m->needs_communicator;
+}
 
 absl::StatusOr<std::unique_ptr<Executor>> MakeExecutor(ExecutorContext context) {
   const std::string mode = context.plan.mode().mode();
-  auto it = Modes().find(mode);
-  if (it == Modes().end()) {
-    std::vector<std::string> names;
-    for (const auto& [name, entry] : Modes()) names.push_back(name);
-    return absl::InvalidArgumentError(absl::StrFormat("the worker runs no mode '%s'; it runs %s",
-                                                      mode, absl::StrJoin(names, ", ")));
+  const plan::ModeInfo* info = plan::FindMode(mode);
+  auto it = Builders().find(mode);
+  if (info == nullptr || it == Builders().end()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("the worker runs no mode '%s'; it runs %s", mode, plan::ModeNameList()));
   }
-  if (it->second.uses_communicator && context.comm == nullptr) {
+  if (info->needs_communicator && context.comm == nullptr) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "mode '%s' runs collectives among the workers but has no communicator", mode));
   }
   if (context.comm != nullptr && context.comm->size() > 1 && context.comm->rank() != context.rank &&
-      it->second.uses_communicator) {
+      info->needs_communicator) {
     return absl::InvalidArgumentError(
         absl::StrFormat("the communicator's rank %d is not the worker's rank %d",
                         context.comm->rank(), context.rank));
   }
-  return it->second.make(context);
+  return it->second(context);
 }
 
 }  // namespace herd::worker

@@ -19,7 +19,7 @@
 // Both mixing matrices are doubly stochastic, so the global mean is preserved exactly (up to
 // float rounding) and repeated averaging converges to it; kWholeModel's is also symmetric.
 //
-// The peers come from the plan (decentralized/peers.h); the relation must be symmetric (a lists
+// The peers come from the plan (plan/topology.h); the relation must be symmetric (a lists
 // b iff b lists a) or the call ends by its deadline. The sum is taken in ascending peer order
 // after the own model, the same on every rank.
 

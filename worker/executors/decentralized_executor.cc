@@ -25,7 +25,7 @@ class DecentralizedExecutor final : public Executor {
   std::string_view mode() const override { return "decentralized"; }
   std::string Describe() const override {
     return absl::StrFormat("decentralized: %s topology, %d values averaged per iteration",
-                           decentralized::TopologyName(peers_.topology()), model_.count());
+                           plan::TopologyName(peers_.topology()), model_.count());
   }
 
   absl::Status BeginIteration(int64_t iteration) override {

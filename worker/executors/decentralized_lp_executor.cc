@@ -104,7 +104,7 @@ class DecentralizedLpExecutor final : public Executor {
 absl::StatusOr<std::unique_ptr<Executor>> MakeDecentralizedLpExecutor(
     const ExecutorContext& context) {
   HERD_ASSIGN_OR_RETURN(PlanPeers peers, PlanPeers::FromContext(context));
-  if (peers.topology() != decentralized::Topology::kRing) {
+  if (peers.topology() != plan::Topology::kRing) {
     return absl::InvalidArgumentError(
         "decentralized_lp keeps replicas of fixed peers, so it runs on the ring topology only "
         "(the plan asks for random)");

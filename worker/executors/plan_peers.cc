@@ -10,8 +10,7 @@ namespace herd::worker {
 
 absl::StatusOr<PlanPeers> PlanPeers::FromContext(const ExecutorContext& c) {
   const std::string& name = c.plan.mode().topology();
-  HERD_ASSIGN_OR_RETURN(decentralized::Topology t,
-                        decentralized::ParseTopology(name.empty() ? "ring" : name));
+  HERD_ASSIGN_OR_RETURN(plan::Topology t, plan::ParseTopology(name.empty() ? "ring" : name));
   const int size = c.comm->size(), rank = c.comm->rank();
   PlanPeers peers(t, size, c.plan.seed(), rank);
   if (rank < c.plan.peers_size()) {
@@ -23,7 +22,7 @@ absl::StatusOr<PlanPeers> PlanPeers::FromContext(const ExecutorContext& c) {
       return absl::FailedPreconditionError(
           absl::StrFormat("iteration %d: the plan gives rank %d the peers [%s], the %s rule [%s]",
                           c.first_iteration, rank, absl::StrJoin(published, ","),
-                          decentralized::TopologyName(t), absl::StrJoin(computed, ",")));
+                          plan::TopologyName(t), absl::StrJoin(computed, ",")));
     }
   }
   return peers;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "algorithms/compression/compressor.h"
 #include "common/status.h"
+#include "plan/modes.h"
 #include "server/client/sharded_client.h"
 #include "worker/executors/wait_timer.h"
 #include "worker/local_optimizer.h"
@@ -14,6 +15,23 @@ namespace herd::worker {
 namespace {
 
 enum class PsMode { kSync, kAsync, kEc };
+
+// How this worker talks to the shards of `mode`: the shards' engine, from the registry.
+absl::StatusOr<PsMode> PsModeOf(const plan::ModeInfo& mode) {
+  switch (mode.server_engine) {
+    case plan::ServerEngine::kSync:
+      return PsMode::kSync;
+    case plan::ServerEngine::kAsync:
+      return PsMode::kAsync;
+    case plan::ServerEngine::kErrorCompensated:
+      return PsMode::kEc;
+    case plan::ServerEngine::kNone:
+      break;
+  }
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "mode '%s' is not served by parameter servers; the parameter-server executor cannot run it",
+      mode.name));
+}
 
 class PsExecutor final : public Executor {
  public:
@@ -46,17 +64,7 @@ class PsExecutor final : public Executor {
     return absl::OkStatus();
   }
 
-  std::string_view mode() const override {
-    switch (mode_) {
-      case PsMode::kSync:
-        return "ps_sync";
-      case PsMode::kAsync:
-        return "ps_async";
-      case PsMode::kEc:
-        return "ps_ec";
-    }
-    return "ps";
-  }
+  std::string_view mode() const override { return context_.plan.mode().mode(); }
   std::string Describe() const override {
     return absl::StrFormat("%s: %d shards, round %d", mode(), client_->shards(), round_);
   }
@@ -128,7 +136,8 @@ class PsExecutor final : public Executor {
 absl::StatusOr<std::unique_ptr<Executor>> MakePsExecutor(const ExecutorContext& context) {
   const herd::v1::Plan& plan = context.plan;
   const std::string& name = plan.mode().mode();
-  PsMode mode = name == "ps_async" ? PsMode::kAsync : name == "ps_ec" ? PsMode::kEc : PsMode::kSync;
+  HERD_ASSIGN_OR_RETURN(const plan::ModeInfo* info, plan::LookUpMode(name));
+  HERD_ASSIGN_OR_RETURN(const PsMode mode, PsModeOf(*info));
   if (plan.servers_size() == 0 || plan.shards_size() == 0) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "mode %s needs parameter servers, but the plan of job '%s' lists none", name, plan.job()));
@@ -150,10 +159,12 @@ absl::StatusOr<std::unique_ptr<Executor>> MakePsExecutor(const ExecutorContext& 
     o.chunks.push_back({server::KeyId{e.tensor(), e.chunk()}, e.offset(), e.count(), e.server()});
   }
   compression::Compressor compressor = compression::Compressor::kMinMaxUInt8;
-  if (mode == PsMode::kEc) {
-    HERD_ASSIGN_OR_RETURN(compressor, compression::ParseCompressor(plan.mode().compressor().empty()
-                                                                       ? "minmax_uint8"
-                                                                       : plan.mode().compressor()));
+  if (info->Takes(plan::Param::kCompressor)) {
+    const std::string_view chosen = plan.mode().compressor().empty()
+                                        ? info->defaults.compressor
+                                        : std::string_view(plan.mode().compressor());
+    HERD_RETURN_IF_ERROR(plan::CheckCompressor(*info, chosen));
+    HERD_ASSIGN_OR_RETURN(compressor, compression::ParseCompressor(chosen));
   }
   HERD_ASSIGN_OR_RETURN(std::unique_ptr<server::ShardedPsClient> client,
                         server::ShardedPsClient::Connect(std::move(o)));

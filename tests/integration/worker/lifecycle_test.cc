@@ -56,7 +56,7 @@ class Lifecycle : public ::testing::Test {
   pid_t Worker(const std::string& job, int i, const std::string& wait = "60") {
     const std::string name = "w" + std::to_string(i);
     return Spawn({"worker", "--scheduler", sched_.address(), "--job", job, "--name", name,
-                  "--wait-for-job", wait, "--threads", "1"},
+                  "--rank", std::to_string(i), "--wait-for-job", wait, "--threads", "1"},
                  name);
   }
   pid_t Server(const std::string& job) {

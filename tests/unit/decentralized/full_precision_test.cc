@@ -11,15 +11,18 @@
 #include <random>
 
 #include "absl/strings/str_format.h"
-#include "algorithms/decentralized/peers.h"
 #include "common/half.h"
 #include "common/status.h"
+#include "plan/topology.h"
 #include "tests/support/spawn.h"
 #include "tests/unit/decentralized/recording_communicator.h"
 
 namespace herd::decentralized {
 namespace {
 
+using herd::plan::PeersForIteration;
+using herd::plan::Topology;
+using herd::plan::TopologyName;
 using herd::testing::FirstError;
 using herd::testing::SpawnRanks;
 

@@ -12,8 +12,8 @@
 #include <random>
 
 #include "absl/strings/str_format.h"
-#include "algorithms/decentralized/peers.h"
 #include "common/status.h"
+#include "plan/topology.h"
 #include "tests/support/spawn.h"
 #include "tests/unit/decentralized/recording_communicator.h"
 
@@ -62,7 +62,7 @@ std::vector<Node> Ring(int P, size_t count, uint32_t seed) {
   for (int r = 0; r < P; ++r) {
     nodes[r].data = Gaussian(count, seed + r);
     nodes[r].self.assign(count, -1.0f);
-    nodes[r].peers = PeersForIteration(Topology::kRing, P, 0, 0, r);
+    nodes[r].peers = plan::PeersForIteration(plan::Topology::kRing, P, 0, 0, r);
     nodes[r].replicas.assign(nodes[r].peers.size(), std::vector<float>(count, -1.0f));
   }
   return nodes;

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "algorithms/decentralized/peers.h"
 #include "common/status.h"
+#include "plan/topology.h"
 #include "tests/support/spawn.h"
 #include "worker/executor.h"
 
@@ -119,7 +119,7 @@ TEST(DecentralizedExecutorTest, FollowsDpsgdAndKeepsTheMean) {
       SCOPED_TRACE(Name(c));
       auto got = RunAll(c);
       ASSERT_TRUE(got.ok()) << got.status();
-      const auto t_topology = *decentralized::ParseTopology(topology);
+      const auto t_topology = *plan::ParseTopology(topology);
       // The executor averages the tensors as one flat vector, with the default exchange
       // (halves): a rank with two peers averages the first half of the vector with its
       // predecessor and the second half with its successor.
@@ -135,7 +135,7 @@ TEST(DecentralizedExecutorTest, FollowsDpsgdAndKeepsTheMean) {
           for (int it = 0; it < kIterations; ++it) {
             std::vector<double> next(P);
             for (int r = 0; r < P; ++r) {
-              const auto peers = decentralized::PeersForIteration(t_topology, P, 9, it, r);
+              const auto peers = plan::PeersForIteration(t_topology, P, 9, it, r);
               double avg = x[r];
               if (peers.size() == 2) {
                 const bool first_is_successor = (peers[0] - r + P) % P < (peers[1] - r + P) % P;

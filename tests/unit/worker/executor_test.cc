@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_format.h"
 #include "common/status.h"
+#include "plan/modes.h"
 #include "tests/support/spawn.h"
 #include "worker/executor.h"
 
@@ -151,6 +153,19 @@ TEST(ExecutorFactory, RefusesUnknownModesAndCollectiveModesWithoutCommunicator) 
   auto no_comm = MakeExecutor(ctx);
   ASSERT_FALSE(no_comm.ok());
   EXPECT_EQ(no_comm.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Adding a mode is a registry entry plus its executor: neither may exist without the other.
+TEST(ExecutorFactory, EveryRegistryModeHasABuilderAndNothingElseDoes) {
+  std::set<std::string> registry;
+  for (const plan::ModeInfo& m : plan::Modes()) registry.emplace(m.name);
+  const std::vector<std::string> built = ExecutorModes();
+  EXPECT_EQ(std::set<std::string>(built.begin(), built.end()), registry);
+  EXPECT_EQ(built.size(), registry.size());
+  for (const plan::ModeInfo& m : plan::Modes()) {
+    EXPECT_EQ(ModeUsesCommunicator(m.name), m.needs_communicator) << m.name;
+  }
+  EXPECT_FALSE(ModeUsesCommunicator("gossip"));
 }
 
 TEST(ExecutorFactory, PsModesNeedShardsInThePlan) {

@@ -1,4 +1,4 @@
-#include "scheduler/plan/shard_map.h"
+#include "plan/shard_map.h"
 
 #include <algorithm>
 

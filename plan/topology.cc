@@ -1,18 +1,23 @@
-#include "scheduler/plan/topology.h"
+#include "plan/topology.h"
 
 #include <algorithm>
+#include <numeric>
+#include <string>
 #include <utility>
+
+#include "absl/strings/str_format.h"
+#include "common/splitmix.h"
 
 namespace herd::plan {
 
-uint64_t SplitMix64::Below(uint64_t bound) {
-  // Reject the top partial block of the 2^64 range so every residue is equally likely.
-  const uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
-  while (true) {
-    const uint64_t x = Next();
-    if (x < limit) return x % bound;
-  }
+absl::StatusOr<Topology> ParseTopology(std::string_view name) {
+  if (name == "ring") return Topology::kRing;
+  if (name == "random") return Topology::kRandom;
+  return absl::InvalidArgumentError(
+      absl::StrFormat("unknown topology '%s' (ring or random)", std::string(name)));
 }
+
+std::string_view TopologyName(Topology t) { return t == Topology::kRing ? "ring" : "random"; }
 
 uint64_t IterationSeed(uint64_t job_seed, int64_t iteration) {
   SplitMix64 mix(job_seed);
@@ -36,7 +41,7 @@ std::vector<std::vector<int>> RingPeers(const std::vector<int>& ranks, int world
     const int right = ring[(i + 1) % n];
     auto& mine = peers[static_cast<size_t>(ring[i])];
     mine.push_back(left);
-    if (right != left) mine.push_back(right);
+    if (right != left) mine.push_back(right);  // two ranks: left and right are the same
     std::sort(mine.begin(), mine.end());
   }
   return peers;
@@ -67,6 +72,20 @@ std::vector<std::vector<int>> RandomPeers(const std::vector<int>& ranks, int wor
   }
   for (auto& p : peers) std::sort(p.begin(), p.end());
   return peers;
+}
+
+std::vector<std::vector<int>> Peers(Topology topology, const std::vector<int>& ranks,
+                                    int world_size, uint64_t job_seed, int64_t iteration) {
+  return topology == Topology::kRing ? RingPeers(ranks, world_size)
+                                     : RandomPeers(ranks, world_size, job_seed, iteration);
+}
+
+std::vector<int> PeersForIteration(Topology topology, int size, uint64_t seed, int64_t iteration,
+                                   int rank) {
+  if (size < 2 || rank < 0 || rank >= size) return {};
+  std::vector<int> everyone(static_cast<size_t>(size));
+  std::iota(everyone.begin(), everyone.end(), 0);
+  return std::move(Peers(topology, everyone, size, seed, iteration)[static_cast<size_t>(rank)]);
 }
 
 int EffectiveTeams(int participants, int requested) {

@@ -1,4 +1,5 @@
-// The pure plan rules: topologies, teams and the shard map (scheduler/plan/).
+// The pure plan rules: topologies, teams and the shard map (plan/), and the generator behind
+// the random ones (common/splitmix.h).
 
 #include <gtest/gtest.h>
 
@@ -6,8 +7,9 @@
 #include <map>
 #include <set>
 
-#include "scheduler/plan/shard_map.h"
-#include "scheduler/plan/topology.h"
+#include "common/splitmix.h"
+#include "plan/shard_map.h"
+#include "plan/topology.h"
 
 namespace herd::plan {
 namespace {
