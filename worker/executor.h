@@ -26,6 +26,8 @@
 
 #include "absl/status/statusor.h"
 #include "algorithms/optim/optimizer.h"
+#include "checkpoint/state.h"
+#include "checkpoint/state_source.h"
 #include "common/timeline.h"
 #include "herd/v1/job.pb.h"
 #include "transport/communicator.h"
@@ -84,6 +86,23 @@ class Executor {
   }
   // A line for the logs about what the executor settled on (e.g. the tuned threshold).
   virtual std::string Describe() const { return std::string(mode()); }
+
+  // The state the executor carries from one iteration to the next, topology-free
+  // (checkpoint/state.h): optimizer slots, error-feedback residuals, replicas, clocks, a
+  // tuner's observations — never the parameters, which live in the model's tensors (the
+  // session exports them). Called after Flush. Names are "<kind>/<tensor name>"; the kinds
+  // and how each one reshards are in docs/checkpoint.md.
+  virtual absl::Status ExportState(checkpoint::ProcessState& out) const {
+    return absl::OkStatus();
+  }
+  // Takes back what `from` holds of this executor's state, whichever mode and worker count
+  // exported it (a checkpoint, or the executor this one replaces at a mode switch), before the
+  // first BeginIteration. A kind it does not carry is ignored; a kind it carries that `from`
+  // lacks starts as a fresh executor's would. Errors: FAILED_PRECONDITION for state that does
+  // not fit the model (another length), DATA_LOSS for state that cannot be read.
+  virtual absl::Status ImportState(const checkpoint::StateSource& from) {
+    return absl::OkStatus();
+  }
 
  protected:
   double exposed_seconds_ = 0;
