@@ -14,7 +14,7 @@
 #include "bench/herd_sweep.h"
 #include "bench/result.h"
 #include "bench/sizes.h"
-#include "bench/supervise.h"
+#include "bench/rank.h"
 #include "bench/table.h"
 #include "common/temp_dir.h"
 

@@ -10,7 +10,7 @@
 #include "bench/collectives_driver.h"
 #include "bench/ps/ps_bench.h"
 #include "bench/sizes.h"
-#include "bench/supervise.h"
+#include "bench/rank.h"
 #include "bench/sweep_spec.h"
 #include "cli/command.h"
 

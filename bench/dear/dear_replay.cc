@@ -12,7 +12,7 @@
 #include "bench/dear/model_profile.h"
 #include "bench/result.h"
 #include "bench/sizes.h"
-#include "bench/supervise.h"
+#include "bench/rank.h"
 #include "common/status.h"
 #include "tools/emulator/cluster.h"
 #include "tools/emulator/rate.h"
@@ -240,7 +240,7 @@ int RunDearBench(const DearBenchOptions& o) {
     std::fprintf(stderr, "herd-emu dear: need dilate >= 1, ranks >= 1, iters >= 1\n");
     return 2;
   }
-  bench::InstallInterruptHandlers();  // so that a Ctrl-C still tears the clusters down
+  InstallInterruptHandlers();  // so that a Ctrl-C still tears the clusters down
   for (uint64_t rate : o.rates) {
     const uint64_t link = rate / static_cast<uint64_t>(o.dilate);
     auto cluster = Cluster::Create(o.ranks, link);

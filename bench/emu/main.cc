@@ -21,7 +21,7 @@
 #include "bench/dear/dear_replay.h"
 #include "bench/emu/probe.h"
 #include "bench/sizes.h"
-#include "bench/supervise.h"
+#include "bench/rank.h"
 #include "tools/emulator/cluster.h"
 #include "tools/emulator/rate.h"
 
@@ -60,7 +60,7 @@ int Probe(ProbeOptions probe, const std::string& rate_text, const std::string& b
   auto bytes = bench::ParseByteSize(bytes_text);
   if (!bytes.ok()) return Fail("probe", bytes.status());
   probe.bytes = *bytes;
-  bench::InstallInterruptHandlers();
+  InstallInterruptHandlers();
   auto cluster = Cluster::Create(probe.rank.ranks, *rate);
   if (!cluster.ok()) return Fail("probe", cluster.status());
   auto result = MeasureInCluster(**cluster, SelfExe(), probe);

@@ -6,7 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "bench/percall/per_call.h"
 #include "bench/rank_sync.h"
-#include "bench/supervise.h"
+#include "bench/rank.h"
 #include "common/status.h"
 
 namespace herd::emulator {

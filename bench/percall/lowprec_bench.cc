@@ -16,7 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "bench/percall/per_call.h"
-#include "bench/supervise.h"
+#include "bench/rank.h"
 
 int main(int argc, char** argv) {
   using namespace herd::bench;

@@ -8,7 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "bench/rank_sync.h"
 #include "bench/result.h"
-#include "bench/supervise.h"
+#include "bench/rank.h"
 #include "common/status.h"
 #include "transport/loopback/loopback_communicator.h"
 

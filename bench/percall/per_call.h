@@ -2,7 +2,7 @@
 // The one driver of the per-call benchmarks, herd_sparse_bench and herd_lowprec_bench (each a
 // front end of flags and a table): the time per call of operations of ops.h on P ranks, as
 // threads over loopback or as processes over UCX (the program starts itself once per rank,
-// bench/supervise.h); rank 0 turns every rank's times into one row per operation. The
+// bench/rank.h); rank 0 turns every rank's times into one row per operation. The
 // emulator's mode probes time their calls with the same TimeCalls.
 //
 // Timing (both untimed: `warmup` calls first, a barrier before timing):

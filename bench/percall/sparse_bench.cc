@@ -17,7 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "bench/percall/per_call.h"
-#include "bench/supervise.h"
+#include "bench/rank.h"
 
 namespace herd::bench {
 namespace {

@@ -16,7 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "bench/result.h"
-#include "bench/supervise.h"
+#include "common/supervise.h"
 
 #ifndef HERD_BINARY
 #error "HERD_BINARY must name the herd executable"

@@ -1,7 +1,7 @@
-// The drivers' supervision of their children: output lines, failures, hangs, and that no
+// Supervising a set of processes that must all succeed: output lines, failures, hangs, and that no
 // process outlives Supervise.
 
-#include "bench/supervise.h"
+#include "common/supervise.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -14,7 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "common/deadline.h"
 
-namespace herd::bench {
+namespace herd {
 namespace {
 
 ChildSpec Shell(std::string name, std::string script) {
@@ -169,4 +169,4 @@ TEST(Supervise, ChildrenRunInTheirOwnProcessGroup) {
 }
 
 }  // namespace
-}  // namespace herd::bench
+}  // namespace herd

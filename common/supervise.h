@@ -1,7 +1,7 @@
 #pragma once
-// How a benchmark driver runs a set of cooperating processes (herd's rank processes, mpirun,
-// Gloo's ranks, the ranks of an emulated cluster), on common/child_processes.h, so that
-// nothing hangs and nothing is left behind:
+// Runs a set of cooperating processes that must all succeed (the ranks of a benchmark: herd's
+// rank processes, mpirun, Gloo's ranks, the ranks of an emulated cluster), on
+// child_processes.h, so that nothing hangs and nothing is left behind:
 //  - a child that fails (non-zero exit, signal) gives the others `failure_grace` to end on
 //    their own (their own error messages, naming the peer they lost, come through), then the
 //    rest are stopped;
@@ -19,9 +19,8 @@
 
 #include "absl/status/statusor.h"
 #include "common/child_processes.h"
-#include "common/json.h"
 
-namespace herd::bench {
+namespace herd {
 
 struct ChildOutcome {
   std::string name;
@@ -68,24 +67,4 @@ absl::StatusOr<GroupOutcome> Supervise(std::vector<ChildSpec> children,
 // our stdout that goes away must not kill us before we clean up). Call once, early.
 void InstallInterruptHandlers();
 
-// `argv` + {"--rank", r, "--ranks", P, "--store", store} for r in [0, P), named "<label> rank r".
-std::vector<ChildSpec> RankChildren(const std::string& label, const std::vector<std::string>& argv,
-                                    int ranks, const std::string& store);
-
-// This program's path (/proc/self/exe), for re-executing it as rank processes.
-std::string SelfExe();
-
-// A line {"progress": "..."} on a rank's stdout is a heartbeat, not a result.
-inline constexpr std::string_view kProgressKey = "progress";
-
-// Runs the RankChildren of `argv` in a fresh store directory (each passed through `wrap` when
-// set: into a network namespace, say) and returns the JSON objects rank 0 printed. Rank 0's
-// heartbeats go to stderr as "<label>: <what>", everything else the ranks print as
-// "[<label> rank r] <line>". A Ctrl-C stops the ranks (it installs InstallInterruptHandlers).
-// Errors: how the ranks failed (GroupOutcome::Describe), or no JSON line from rank 0.
-absl::StatusOr<std::vector<json::Object>> RunRanks(
-    const std::string& label, const std::vector<std::string>& argv, int ranks,
-    std::chrono::milliseconds silence_timeout,
-    const std::function<ChildSpec(int rank, ChildSpec child)>& wrap = {});
-
-}  // namespace herd::bench
+}  // namespace herd
