@@ -189,6 +189,12 @@ std::optional<ChildProcesses::Exit> ChildProcesses::PollExit() {
   return std::nullopt;
 }
 
+std::vector<std::string> ChildProcesses::Names() const {
+  std::vector<std::string> names;
+  for (const Child& c : children_) names.push_back(c.name);
+  return names;
+}
+
 bool ChildProcesses::Running(const std::string& name) const {
   for (const Child& c : children_) {
     if (c.name == name) return !c.status;

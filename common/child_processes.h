@@ -68,6 +68,7 @@ class ChildProcesses {
   std::optional<int> status(size_t index) const { return children_[index].status; }
   const std::string& name(size_t index) const { return children_[index].name; }
   size_t size() const { return children_.size(); }
+  std::vector<std::string> Names() const;  // of every child started, in start order
 
   // SIGTERM to the process groups of the named children (all when empty), SIGKILL to those
   // still there after `grace_ms`; reaps them (PollExit reports them afterwards).

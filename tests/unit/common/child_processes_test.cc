@@ -72,7 +72,7 @@ TEST(ChildProcesses, FollowsCapturedLinesAndReportsExits) {
   EXPECT_EQ(c.LogTail("a"), "42");
 }
 
-TEST(ChildProcesses, LogFileTailAndSelf) {
+TEST(ChildProcesses, LogFileTail) {
   const std::string log = TempPath("child.log");
   ChildProcesses c;
   ChildSpec spec = Shell("logger", "for i in 1 2 3 4 5; do echo line $i; done; echo err >&2");
@@ -81,6 +81,7 @@ TEST(ChildProcesses, LogFileTailAndSelf) {
   WaitExit(c);
   EXPECT_EQ(c.LogTail("logger", 2), "line 5\nerr");
   EXPECT_FALSE(c.Running("logger"));
+  EXPECT_EQ(c.Names(), std::vector<std::string>{"logger"});
 }
 
 TEST(ChildProcesses, StopEndsStubbornChildrenAndWhatTheyStarted) {
