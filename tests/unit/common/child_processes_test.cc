@@ -9,45 +9,16 @@
 #include <thread>
 
 #include "absl/strings/str_format.h"
+#include "tests/unit/common/process_test_util.h"
 
 namespace herd {
 namespace {
 
-ChildSpec Shell(std::string name, std::string script) {
-  return ChildSpec{.name = std::move(name), .argv = {"/bin/sh", "-c", std::move(script)}};
-}
-
-std::string TempPath(const std::string& name) {
-  return absl::StrFormat("%s/%s-%d", ::testing::TempDir(), name, getpid());
-}
-
-// True while a process with this pid runs (a zombie is dead).
-bool Alive(pid_t pid) {
-  std::ifstream in(absl::StrFormat("/proc/%d/stat", pid));
-  std::string stat;
-  if (!std::getline(in, stat)) return false;
-  const size_t paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
-}
-
-bool GoneSoon(pid_t pid) {
-  const auto until = Clock::now() + std::chrono::seconds(2);
-  while (Alive(pid)) {
-    if (Clock::now() > until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
-}
-
-pid_t ReadPid(const std::string& path) {
-  const auto until = Clock::now() + std::chrono::seconds(5);
-  pid_t pid = -1;
-  while (pid <= 0 && Clock::now() < until) {
-    std::ifstream(path) >> pid;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return pid;
-}
+using testing::Alive;
+using testing::GoneSoon;
+using testing::ReadPid;
+using testing::Shell;
+using testing::TempPath;
 
 ChildProcesses::Exit WaitExit(ChildProcesses& c) {
   while (true) {

@@ -13,44 +13,16 @@
 
 #include "absl/strings/str_format.h"
 #include "common/deadline.h"
+#include "tests/unit/common/process_test_util.h"
 
 namespace herd {
 namespace {
 
-ChildSpec Shell(std::string name, std::string script) {
-  return ChildSpec{.name = std::move(name), .argv = {"/bin/sh", "-c", std::move(script)}};
-}
-
-// True while a process with this pid runs. A zombie is dead: an orphan killed with the group is
-// reparented to PID 1, which in a container may never reap it.
-bool Alive(pid_t pid) {
-  std::ifstream in(absl::StrFormat("/proc/%d/stat", pid));
-  std::string stat;
-  if (!std::getline(in, stat)) return false;
-  const size_t paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
-}
-
-// A killed process may still be finishing its exit (its pipes already closed) for a moment.
-bool GoneSoon(pid_t pid) {
-  const auto until = Clock::now() + std::chrono::seconds(2);
-  while (Alive(pid)) {
-    if (Clock::now() > until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
-}
-
-pid_t ReadPid(const std::string& path) {
-  std::ifstream in(path);
-  pid_t pid = -1;
-  in >> pid;
-  return pid;
-}
-
-std::string TempPath(const std::string& name) {
-  return absl::StrFormat("%s/%s-%d", ::testing::TempDir(), name, getpid());
-}
+using testing::Alive;
+using testing::GoneSoon;
+using testing::ReadPid;
+using testing::Shell;
+using testing::TempPath;
 
 TEST(Supervise, DeliversStdoutLinesAndExitCodes) {
   std::vector<std::string> lines;
