@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "bench/sizes.h"
 
 namespace herd::bench {
 namespace {
@@ -12,39 +13,40 @@ namespace {
 struct OpInfo {
   BenchOp op;
   std::string_view name;
+  // Mirrors algorithms/collectives/run.h without "native" (host memory has no native ops).
+  std::vector<std::string_view> herd_algorithms;
 };
-constexpr std::array<OpInfo, 6> kOps = {{
-    {BenchOp::kAllReduce, "allreduce"},
-    {BenchOp::kReduceScatter, "reduce_scatter"},
-    {BenchOp::kAllGather, "allgather"},
-    {BenchOp::kBroadcast, "broadcast"},
-    {BenchOp::kReduce, "reduce"},
-    {BenchOp::kAllToAll, "alltoall"},
-}};
+
+const std::array<OpInfo, 6>& Ops() {
+  static const std::array<OpInfo, 6> kOps = {{
+      {BenchOp::kAllReduce, "allreduce", {"ring", "lp", "tree"}},
+      {BenchOp::kReduceScatter, "reduce_scatter", {"ring"}},
+      {BenchOp::kAllGather, "allgather", {"ring", "rd", "bruck"}},
+      {BenchOp::kBroadcast, "broadcast", {"lp", "tree"}},
+      {BenchOp::kReduce, "reduce", {"lp", "tree"}},
+      {BenchOp::kAllToAll, "alltoall", {"pairwise"}},
+  }};
+  return kOps;
+}
 
 // absl::StrJoin of this abseil cannot format std::string_view elements by itself.
 std::string Join(const std::vector<std::string_view>& parts) {
   return absl::StrJoin(parts, ", ", [](std::string* out, std::string_view s) { out->append(s); });
 }
 
-std::string AllOpNames() {
-  std::vector<std::string> names;
-  for (const auto& info : kOps) names.emplace_back(info.name);
-  return absl::StrJoin(names, ", ");
+bool Has(const std::vector<std::string_view>& algos, std::string_view algo) {
+  return std::find(algos.begin(), algos.end(), algo) != algos.end();
 }
 
 }  // namespace
 
-std::string_view BenchOpName(BenchOp op) {
-  for (const auto& info : kOps) {
-    if (info.op == op) return info.name;
-  }
-  return "unknown";
-}
+std::string_view BenchOpName(BenchOp op) { return Ops()[static_cast<size_t>(op)].name; }
 
 absl::StatusOr<BenchOp> ParseBenchOp(std::string_view name) {
-  for (const auto& info : kOps) {
+  std::vector<std::string_view> names;
+  for (const auto& info : Ops()) {
     if (info.name == name) return info.op;
+    names.push_back(info.name);
   }
   // The hyphenated spelling and the short forms people type.
   if (name == "reduce-scatter" || name == "rs") return BenchOp::kReduceScatter;
@@ -52,50 +54,21 @@ absl::StatusOr<BenchOp> ParseBenchOp(std::string_view name) {
   if (name == "all-reduce" || name == "ar") return BenchOp::kAllReduce;
   if (name == "all-to-all") return BenchOp::kAllToAll;
   return absl::InvalidArgumentError(
-      absl::StrFormat("unknown operation '%s'; known: %s", name, AllOpNames()));
+      absl::StrFormat("unknown operation '%s'; known: %s", name, Join(names)));
 }
 
 absl::StatusOr<std::vector<BenchOp>> ParseBenchOpList(std::string_view csv) {
-  std::vector<BenchOp> ops;
-  size_t start = 0;
-  while (start <= csv.size()) {
-    size_t comma = csv.find(',', start);
-    if (comma == std::string_view::npos) comma = csv.size();
-    auto op = ParseBenchOp(csv.substr(start, comma - start));
-    if (!op.ok()) return op.status();
-    if (std::find(ops.begin(), ops.end(), *op) == ops.end()) ops.push_back(*op);
-    start = comma + 1;
-  }
-  return ops;
+  return ParseCsv<BenchOp>(csv, ParseBenchOp);
 }
 
 std::vector<BenchOp> AllBenchOps() {
   std::vector<BenchOp> ops;
-  for (const auto& info : kOps) ops.push_back(info.op);
+  for (const auto& info : Ops()) ops.push_back(info.op);
   return ops;
 }
 
 const std::vector<std::string_view>& HerdAlgorithms(BenchOp op) {
-  // Mirrors algorithms/collectives/run.h without "native" (host memory has no native ops).
-  static const std::vector<std::string_view> kAllReduceAlgos = {"ring", "lp", "tree"};
-  static const std::vector<std::string_view> kReduceScatterAlgos = {"ring"};
-  static const std::vector<std::string_view> kAllGatherAlgos = {"ring", "rd", "bruck"};
-  static const std::vector<std::string_view> kRootedAlgos = {"lp", "tree"};
-  static const std::vector<std::string_view> kAllToAllAlgos = {"pairwise"};
-  switch (op) {
-    case BenchOp::kAllReduce:
-      return kAllReduceAlgos;
-    case BenchOp::kReduceScatter:
-      return kReduceScatterAlgos;
-    case BenchOp::kAllGather:
-      return kAllGatherAlgos;
-    case BenchOp::kBroadcast:
-    case BenchOp::kReduce:
-      return kRootedAlgos;
-    case BenchOp::kAllToAll:
-      return kAllToAllAlgos;
-  }
-  return kAllToAllAlgos;
+  return Ops()[static_cast<size_t>(op)].herd_algorithms;
 }
 
 absl::StatusOr<HerdPlan> PlanHerdRuns(const std::vector<BenchOp>& ops,
@@ -104,12 +77,8 @@ absl::StatusOr<HerdPlan> PlanHerdRuns(const std::vector<BenchOp>& ops,
   // Every requested name must mean something for at least one requested op: a typo ("rign")
   // should stop the run, not silently measure nothing.
   for (const std::string& algo : algos) {
-    bool used = false;
-    for (BenchOp op : ops) {
-      const auto& supported = HerdAlgorithms(op);
-      used |= std::find(supported.begin(), supported.end(), algo) != supported.end();
-    }
-    if (!used) {
+    if (std::none_of(ops.begin(), ops.end(),
+                     [&](BenchOp op) { return Has(HerdAlgorithms(op), algo); })) {
       std::vector<std::string> lines;
       for (BenchOp op : ops) {
         lines.push_back(absl::StrFormat("%s: %s", BenchOpName(op), Join(HerdAlgorithms(op))));
@@ -125,14 +94,11 @@ absl::StatusOr<HerdPlan> PlanHerdRuns(const std::vector<BenchOp>& ops,
       plan.runs.emplace_back(op, std::string(supported.front()));
       continue;
     }
-    bool any = false;
+    const size_t before = plan.runs.size();
     for (const std::string& algo : algos) {
-      if (std::find(supported.begin(), supported.end(), algo) != supported.end()) {
-        plan.runs.emplace_back(op, algo);
-        any = true;
-      }
+      if (Has(supported, algo)) plan.runs.emplace_back(op, algo);
     }
-    if (!any) {
+    if (plan.runs.size() == before) {
       plan.skipped.push_back(absl::StrFormat("%s (supports %s)", BenchOpName(op), Join(supported)));
     }
   }

@@ -3,52 +3,23 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <optional>
 #include <set>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "bench/json_line.h"
-#include "bench/process_group.h"
+#include "bench/herd_sweep.h"
 #include "bench/result.h"
 #include "bench/sizes.h"
+#include "bench/rank.h"
 #include "bench/table.h"
-#include "common/logging.h"
+#include "common/temp_dir.h"
 
 namespace herd::bench {
 namespace {
-
-namespace fs = std::filesystem;
-
-// A fresh directory for the bootstrap stores of one invocation, removed on every way out.
-class TempDir {
- public:
-  static absl::StatusOr<TempDir> Create() {
-    const char* base = std::getenv("TMPDIR");
-    std::string templ = absl::StrFormat("%s/herd-bench-XXXXXX", base && *base ? base : "/tmp");
-    if (mkdtemp(templ.data()) == nullptr) {
-      return absl::InternalError(
-          absl::StrFormat("cannot create a temporary directory %s: %s", templ, strerror(errno)));
-    }
-    return TempDir(templ);
-  }
-  TempDir(TempDir&& o) noexcept : path_(std::move(o.path_)) { o.path_.clear(); }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  explicit TempDir(std::string p) : path_(std::move(p)) {}
-  std::string path_;
-};
 
 std::string Str(int v) { return absl::StrFormat("%d", v); }
 
@@ -65,7 +36,7 @@ class Driver {
 
   int Main() {
     InstallInterruptHandlers();
-    auto dir = TempDir::Create();
+    auto dir = TempDir::Create("herd-bench");
     if (!dir.ok()) {
       Error(std::string(dir.status().message()));
       return 1;
@@ -172,18 +143,12 @@ class Driver {
   }
 
   Run HerdRun(const SweepSpec& spec, const std::string& store) {
-    Run run{"herd", {}, spec.timeout + std::chrono::seconds(15)};
-    const std::vector<std::string> sweep = SweepArgs(spec);
-    for (int r = 0; r < o_.ranks; ++r) {
-      ChildSpec c;
-      c.label = absl::StrFormat("herd rank %d", r);
-      c.argv = {o_.herd_exe, "bench",       "collectives-rank", "--rank", Str(r),
-                "--ranks",   Str(o_.ranks), "--store",          store};
-      c.argv.insert(c.argv.end(), sweep.begin(), sweep.end());
-      c.argv.insert(c.argv.end(), o_.herd_rank_args.begin(), o_.herd_rank_args.end());
-      run.children.push_back(std::move(c));
+    std::vector<std::string> argv = {o_.herd_exe, "bench", "collectives-rank"};
+    for (const auto& args : {SweepArgs(spec), o_.herd_rank_args}) {
+      argv.insert(argv.end(), args.begin(), args.end());
     }
-    return run;
+    return {"herd", RankChildren("herd", argv, o_.ranks, store),
+            spec.timeout + std::chrono::seconds(15)};
   }
 
   std::string MpiExe() const { return o_.tool_dir + "/herd-bench-mpi"; }
@@ -207,9 +172,8 @@ class Driver {
   Run MpiRun(const SweepSpec& spec) {
     // mpirun needs a little longer to start its ranks than our own processes.
     Run run{"mpi", {}, spec.timeout + std::chrono::seconds(30)};
-    ChildSpec c;
-    c.label = "mpirun";
-    c.argv = {"mpirun", "-np", Str(o_.ranks), "--oversubscribe", MpiExe()};
+    ChildSpec c{.name = "mpirun",
+                .argv = {"mpirun", "-np", Str(o_.ranks), "--oversubscribe", MpiExe()}};
     const std::vector<std::string> sweep = SweepArgs(spec);
     c.argv.insert(c.argv.end(), sweep.begin(), sweep.end());
     c.env = {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"};
@@ -220,18 +184,12 @@ class Driver {
   }
 
   Run GlooRun(const SweepSpec& spec, const std::string& store) {
-    Run run{"gloo", {}, spec.timeout + std::chrono::seconds(15)};
     std::error_code ec;
-    fs::create_directories(store, ec);
-    const std::vector<std::string> sweep = SweepArgs(spec);
-    for (int r = 0; r < o_.ranks; ++r) {
-      ChildSpec c;
-      c.label = absl::StrFormat("gloo rank %d", r);
-      c.argv = {GlooExe(), "--rank", Str(r), "--ranks", Str(o_.ranks), "--store-dir", store};
-      c.argv.insert(c.argv.end(), sweep.begin(), sweep.end());
-      run.children.push_back(std::move(c));
-    }
-    return run;
+    std::filesystem::create_directories(store, ec);
+    std::vector<std::string> argv = SweepArgs(spec);
+    argv.insert(argv.begin(), GlooExe());
+    return {"gloo", RankChildren("gloo", argv, o_.ranks, store),
+            spec.timeout + std::chrono::seconds(15)};
   }
 
   static bool OnPath(const std::string& program) {
@@ -246,10 +204,10 @@ class Driver {
 
   // Runs one implementation's processes to the end; false when it failed or was interrupted.
   bool Execute(const Run& run) {
-    RunOptions options;
+    SuperviseOptions options;
     options.silence_timeout = run.silence_timeout;
     options.on_stdout_line = [&](size_t child, std::string_view line) { OnLine(run, child, line); };
-    auto outcome = RunProcessGroup(run.children, options);
+    auto outcome = Supervise(run.children, options);
     if (!outcome.ok()) {
       failed_ = true;
       notes_.push_back(absl::StrFormat("%s: could not run: %s", run.name,
@@ -272,14 +230,14 @@ class Driver {
   }
 
   void OnLine(const Run& run, size_t child, std::string_view line) {
-    const std::string& label = run.children[child].label;
+    const std::string& label = run.children[child].name;
     if (line.empty() || line.front() != '{') {
       // mpirun and the MPI library may print banners on stdout: they are not results.
       std::fprintf(stderr, "[%s] %.*s\n", label.c_str(), static_cast<int>(line.size()),
                    line.data());
       return;
     }
-    if (auto object = ParseJsonLine(line); object.ok() && object->count(kProgressKey)) {
+    if (auto object = json::ParseObject(line); object.ok() && object->Has(kProgressKey)) {
       return;  // a heartbeat: it already reset the silence watchdog
     }
     auto result = ParseResultLine(line);
@@ -314,17 +272,24 @@ class Driver {
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> ParsePeerList(std::string_view csv) {
-  std::vector<std::string> peers;
-  if (csv == "none" || csv.empty()) return peers;
-  for (absl::string_view p : absl::StrSplit(absl::string_view(csv.data(), csv.size()), ',')) {
-    const std::string name(p);
-    if (name != "mpi" && name != "gloo") {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("unknown peer '%s'; expected mpi, gloo or none", name));
-    }
-    if (std::find(peers.begin(), peers.end(), name) == peers.end()) peers.push_back(name);
-  }
-  return peers;
+  if (csv == "none" || csv.empty()) return std::vector<std::string>{};
+  return ParseCsv<std::string>(csv, [](std::string_view name) -> absl::StatusOr<std::string> {
+    if (name == "mpi" || name == "gloo") return std::string(name);
+    return absl::InvalidArgumentError(
+        absl::StrFormat("unknown peer '%s'; expected mpi, gloo or none", name));
+  });
+}
+
+int RunCollectivesRank(const RankFlags& flags, const SweepSpec& spec, transport::UcxOptions ucx) {
+  ucx.prefix = "bench";
+  ucx.bootstrap_timeout = spec.timeout;
+  return RunRank(flags, ucx, [&](transport::Communicator& comm) {
+    // One line per result and per heartbeat, flushed at once: the driver's watchdog counts
+    // lines as signs of life.
+    return RunHerdSweep(
+        comm, spec, [](const BenchResult& r) { PrintLine(ToJson(r)); },
+        [](const std::string& what) { PrintLine(json::Object().Add(kProgressKey, what)); });
+  });
 }
 
 int RunCollectivesBench(const CollectivesBenchOptions& options) { return Driver(options).Main(); }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/rank.h"
 #include "bench/sweep_spec.h"
 
 namespace herd::bench {
@@ -37,5 +38,10 @@ int RunCollectivesBench(const CollectivesBenchOptions& options);
 
 // "mpi,gloo" / "none" -> the peer list; unknown names are INVALID_ARGUMENT.
 absl::StatusOr<std::vector<std::string>> ParsePeerList(std::string_view csv);
+
+// One herd rank process (the hidden `herd bench collectives-rank`, bench/rank.h): the sweep
+// over a UCX communicator (`ucx`: the zero-copy and busy-poll choices), rank 0 printing each
+// result and a heartbeat at most once a second as JSON lines.
+int RunCollectivesRank(const RankFlags& flags, const SweepSpec& spec, transport::UcxOptions ucx);
 
 }  // namespace herd::bench

@@ -36,82 +36,39 @@ absl::StatusOr<Buffer> Allocate(size_t bytes) {
   return Buffer(p);
 }
 
-absl::Status Annotate(const absl::Status& st, std::string_view where) {
-  if (st.ok()) return st;
-  return absl::Status(st.code(), absl::StrFormat("%s: %s", where, std::string(st.message())));
-}
-
-// One collective call of `op` with herd's algorithm `algo` on `count` elements.
-class OpRunner {
- public:
-  OpRunner(transport::Communicator& comm, const SweepSpec& spec, BenchOp op, coll::Algorithm algo,
-           void* data, void* out, size_t count)
-      : comm_(comm), spec_(spec), op_(op), algo_(algo), data_(data), out_(out), count_(count) {}
-
-  absl::Status Run() const {
-    auto common = [&](coll::CommonOptions& o) {
-      o.comm = &comm_;
-      o.dtype = spec_.dtype;
-      o.tag = 1;
-      o.timeout = spec_.timeout;
-    };
-    switch (op_) {
-      case BenchOp::kAllReduce: {
-        coll::AllReduceOptions o;
-        common(o);
-        o.data = data_;
-        o.count = count_;
-        return coll::AllReduce(o, algo_);
-      }
-      case BenchOp::kReduceScatter: {
-        coll::ReduceScatterOptions o;
-        common(o);
-        o.data = data_;
-        o.count = count_;
-        return coll::ReduceScatter(o, algo_);
-      }
-      case BenchOp::kAllGather: {
-        coll::AllGatherOptions o;
-        common(o);
-        o.data = data_;
-        o.count = count_;
-        return coll::AllGather(o, algo_);
-      }
-      case BenchOp::kBroadcast: {
-        coll::BroadcastOptions o;
-        common(o);
-        o.data = data_;
-        o.count = count_;
-        return coll::Broadcast(o, algo_);
-      }
-      case BenchOp::kReduce: {
-        coll::ReduceOptions o;
-        common(o);
-        o.data = data_;
-        o.count = count_;
-        return coll::Reduce(o, algo_);
-      }
-      case BenchOp::kAllToAll: {
-        coll::AllToAllOptions o;
-        common(o);
-        o.input = data_;
-        o.output = out_;
-        o.count = count_;
-        return coll::PairwiseAllToAll(o);
-      }
+// One collective call of `op` with herd's algorithm `algo` on `count` elements, in place.
+absl::Status RunOnce(transport::Communicator& comm, const SweepSpec& spec, BenchOp op,
+                     coll::Algorithm algo, void* data, void* out, size_t count) {
+  auto with = [&](auto o) {
+    o.comm = &comm;
+    o.dtype = spec.dtype;
+    o.tag = 1;
+    o.timeout = spec.timeout;
+    if constexpr (std::is_same_v<decltype(o), coll::AllToAllOptions>) {
+      o.input = data;
+      o.output = out;
+    } else {
+      o.data = data;
     }
-    return absl::InternalError("unknown benchmark operation");
+    o.count = count;
+    return o;
+  };
+  switch (op) {
+    case BenchOp::kAllReduce:
+      return coll::AllReduce(with(coll::AllReduceOptions{}), algo);
+    case BenchOp::kReduceScatter:
+      return coll::ReduceScatter(with(coll::ReduceScatterOptions{}), algo);
+    case BenchOp::kAllGather:
+      return coll::AllGather(with(coll::AllGatherOptions{}), algo);
+    case BenchOp::kBroadcast:
+      return coll::Broadcast(with(coll::BroadcastOptions{}), algo);
+    case BenchOp::kReduce:
+      return coll::Reduce(with(coll::ReduceOptions{}), algo);
+    case BenchOp::kAllToAll:
+      return coll::PairwiseAllToAll(with(coll::AllToAllOptions{}));
   }
-
- private:
-  transport::Communicator& comm_;
-  const SweepSpec& spec_;
-  BenchOp op_;
-  coll::Algorithm algo_;
-  void* data_;
-  void* out_;
-  size_t count_;
-};
+  return absl::InternalError("unknown benchmark operation");
+}
 
 }  // namespace
 
@@ -145,63 +102,48 @@ absl::Status RunHerdSweep(transport::Communicator& inner, const SweepSpec& spec,
       const size_t count = ElementCount(requested, spec.dtype);
       const std::string where = absl::StrFormat("herd %s %s %s (rank %d of %d)", BenchOpName(op),
                                                 algo_name, FormatByteSize(requested), rank, p);
-      const OpRunner runner(comm, spec, op, algo, data.get(), out.get(), count);
+      auto annotate = [&](const absl::Status& st) {
+        if (st.ok()) return st;
+        return absl::Status(st.code(), absl::StrFormat("%s: %s", where, std::string(st.message())));
+      };
+      PointHooks hooks;
+      hooks.call = [&] {
+        return annotate(RunOnce(comm, spec, op, algo, data.get(), out.get(), count));
+      };
+      // The wait time counts from the timed loop's barrier on.
+      hooks.barrier = [&] {
+        absl::Status st = annotate(Barrier(comm, Deadline::After(spec.timeout)));
+        comm.reset();
+        return st;
+      };
+      hooks.prepare = [&] {
+        PrepareHerdInputs(op, spec.dtype, p, rank, count, data.get(), out.get());
+      };
+      hooks.verify = [&] {
+        return VerifyHerdOutputs(op, spec.dtype, p, rank, count, data.get(), out.get());
+      };
       // Rank 0's heartbeat: one clock read per iteration, a line at most once a second.
       auto last_beat = Clock::now();
-      auto beat = [&](const char* phase, int done, int total) {
-        if (rank != 0 || !progress) return;
-        const auto now = Clock::now();
-        if (now - last_beat < std::chrono::seconds(1)) return;
-        last_beat = now;
+      hooks.progress = [&](const char* phase, int done, int total) {
+        if (rank != 0 || !progress || Clock::now() - last_beat < std::chrono::seconds(1)) return;
+        last_beat = Clock::now();
         progress(absl::StrFormat("%s %s %s: %s %d/%d", BenchOpName(op), algo_name,
                                  FormatByteSize(requested), phase, done, total));
       };
-      const int iters = IterationsFor(spec, requested);
-      const int warmup = WarmupFor(spec, requested);
-      RankReport report;
-
-      if (spec.check) {
-        PrepareHerdInputs(op, spec.dtype, p, rank, count, data.get(), out.get());
-        HERD_RETURN_IF_ERROR(Annotate(Barrier(comm, Deadline::After(spec.timeout)), where));
-        HERD_RETURN_IF_ERROR(Annotate(runner.Run(), where));
-        auto bad = VerifyHerdOutputs(op, spec.dtype, p, rank, count, data.get(), out.get());
-        report.checked = 1;
-        report.check_ok = bad ? 0 : 1;
-        if (bad) {
-          report.bad_index = bad->index;
-          report.got = bad->got;
-          report.expected = bad->expected;
-        }
-      }
-      for (int i = 0; i < warmup; ++i) {
-        HERD_RETURN_IF_ERROR(Annotate(runner.Run(), where));
-        beat("warm-up", i + 1, warmup);
-      }
-
-      // Every rank starts its clock as it leaves the barrier; the slowest rank's time is the
-      // operation's time.
-      HERD_RETURN_IF_ERROR(Annotate(Barrier(comm, Deadline::After(spec.timeout)), where));
-      comm.reset();
-      const auto start = Clock::now();
-      for (int i = 0; i < iters; ++i) {
-        HERD_RETURN_IF_ERROR(Annotate(runner.Run(), where));
-        beat("timed", i + 1, iters);
-      }
-      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-      report.seconds_per_iter = seconds / iters;
-      report.waited_per_iter = comm.waited_seconds() / iters;
-
-      auto reports = GatherReports(comm, report, Deadline::After(spec.timeout));
-      HERD_RETURN_IF_ERROR(Annotate(reports.status(), where));
+      HERD_ASSIGN_OR_RETURN(RankReport report, MeasurePoint(spec, requested, hooks));
+      report.waited_per_iter = comm.waited_seconds() / IterationsFor(spec, requested);
+      auto reports = GatherToRoot(comm, report, Deadline::After(spec.timeout));
+      HERD_RETURN_IF_ERROR(annotate(reports.status()));
       if (rank == 0) {
-        emit(Summarise(
-            Measurement{"herd", op, algo_name, spec.dtype, count, requested, iters, spec.check},
-            *reports));
+        emit(Summarise(Measurement{"herd", op, algo_name, spec.dtype, count, requested,
+                                   IterationsFor(spec, requested), spec.check},
+                       *reports));
       }
     }
   }
   // Nobody tears its communicator down while a peer may still be sending to it.
-  return Annotate(Barrier(comm, Deadline::After(spec.timeout)), "final barrier");
+  const absl::Status st = Barrier(comm, Deadline::After(spec.timeout));
+  return st.ok() ? st : absl::Status(st.code(), "final barrier: " + std::string(st.message()));
 }
 
 }  // namespace herd::bench

@@ -98,43 +98,37 @@ void FillConstant(DType dtype, void* data, size_t n, double value) {
   });
 }
 
-std::optional<Mismatch> CheckSum(DType dtype, const void* data, size_t n, int ranks,
-                                 uint64_t first_index) {
-  const int a = Amplitude(dtype, ranks);
+// The first k < n whose element differs from expected(first_index + k).
+template <typename Expected>
+std::optional<Mismatch> FirstMismatch(DType dtype, const void* data, size_t n, uint64_t first_index,
+                                      Expected expected) {
   std::optional<Mismatch> bad;
   WithCodec(dtype, [&](auto codec) {
     using C = decltype(codec);
     const auto* p = static_cast<const typename C::T*>(data);
-    for (size_t k = 0; k < n; ++k) {
-      int expected = 0;
-      for (int r = 0; r < ranks; ++r) expected += Hashed(first_index + k, r, a);
-      const double got = C::Dec(p[k]);
-      if (got != expected) {
-        bad = Mismatch{k, got, static_cast<double>(expected)};
-        return;
-      }
+    for (size_t k = 0; k < n && !bad; ++k) {
+      const int want = expected(first_index + k);
+      if (const double got = C::Dec(p[k]); got != want) bad = Mismatch{k, got, double(want)};
     }
   });
   return bad;
 }
 
+std::optional<Mismatch> CheckSum(DType dtype, const void* data, size_t n, int ranks,
+                                 uint64_t first_index) {
+  const int a = Amplitude(dtype, ranks);
+  return FirstMismatch(dtype, data, n, first_index, [&](uint64_t index) {
+    int sum = 0;
+    for (int r = 0; r < ranks; ++r) sum += Hashed(index, r, a);
+    return sum;
+  });
+}
+
 std::optional<Mismatch> CheckRank(DType dtype, const void* data, size_t n, int ranks, int src,
                                   uint64_t first_index) {
   const int a = Amplitude(dtype, ranks);
-  std::optional<Mismatch> bad;
-  WithCodec(dtype, [&](auto codec) {
-    using C = decltype(codec);
-    const auto* p = static_cast<const typename C::T*>(data);
-    for (size_t k = 0; k < n; ++k) {
-      const int expected = Hashed(first_index + k, src, a);
-      const double got = C::Dec(p[k]);
-      if (got != expected) {
-        bad = Mismatch{k, got, static_cast<double>(expected)};
-        return;
-      }
-    }
-  });
-  return bad;
+  return FirstMismatch(dtype, data, n, first_index,
+                       [&](uint64_t index) { return Hashed(index, src, a); });
 }
 
 void PrepareHerdInputs(BenchOp op, DType dtype, int ranks, int rank, size_t count, void* data,

@@ -3,7 +3,6 @@
 #include <cstring>
 
 #include "absl/strings/str_format.h"
-#include "common/bytes.h"
 #include "common/status.h"
 
 namespace herd::bench {
@@ -27,26 +26,27 @@ absl::Status Barrier(transport::Communicator& comm, Deadline deadline) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<RankReport>> GatherReports(transport::Communicator& comm,
-                                                      const RankReport& mine, Deadline deadline) {
+absl::StatusOr<std::vector<std::byte>> GatherBytes(transport::Communicator& comm, ConstBytes mine,
+                                                   Deadline deadline) {
   const Tag tag = Tag::Make(OpKind::kUser, kReportTagId, 0);
   if (comm.rank() != 0) {
-    Request send = comm.isend(0, tag, AsBytes(&mine, sizeof mine));
+    Request send = comm.isend(0, tag, mine);
     HERD_RETURN_IF_ERROR(comm.WaitAll({&send}, deadline));
-    return std::vector<RankReport>{};
+    return std::vector<std::byte>{};
   }
-  std::vector<RankReport> all(comm.size());
-  all[0] = mine;
+  const size_t n = mine.size();
+  std::vector<std::byte> all(n * comm.size());
+  std::memcpy(all.data(), mine.data(), n);
   std::vector<Request> recvs;
   for (int peer = 1; peer < comm.size(); ++peer) {
-    recvs.push_back(comm.irecv(peer, tag, AsMutableBytes(&all[peer], sizeof(RankReport))));
+    recvs.push_back(comm.irecv(peer, tag, MutableBytes(all.data() + peer * n, n)));
   }
   HERD_RETURN_IF_ERROR(comm.WaitAll(absl::MakeSpan(recvs), deadline));
   for (size_t i = 0; i < recvs.size(); ++i) {
-    if (recvs[i].received() != sizeof(RankReport)) {
+    if (recvs[i].received() != n) {
       return absl::DataLossError(
           absl::StrFormat("benchmark report from rank %u arrived with %u bytes, expected %u", i + 1,
-                          recvs[i].received(), sizeof(RankReport)));
+                          recvs[i].received(), n));
     }
   }
   return all;

@@ -1,12 +1,34 @@
 #include "bench/result.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
-#include <limits>
 
 #include "absl/strings/str_format.h"
-#include "bench/json_line.h"
+#include "bench/sizes.h"
+#include "common/deadline.h"
+#include "common/status.h"
 
 namespace herd::bench {
+namespace {
+
+const json::Field<BenchResult> kResultFields[] = {
+    {"impl", &BenchResult::impl},
+    {"op", &BenchResult::op},
+    {"algo", &BenchResult::algo},
+    {"ranks", &BenchResult::ranks},
+    {"bytes", &BenchResult::bytes},
+    {"requested_bytes", &BenchResult::requested_bytes},
+    {"dtype", &BenchResult::dtype},
+    {"iters", &BenchResult::iters},
+    {"time_us", &BenchResult::time_us},  // null when not measured
+    {"algbw_gbps", &BenchResult::algbw_gbps},
+    {"busbw_gbps", &BenchResult::busbw_gbps},
+    {"check", &BenchResult::check},
+    {"wait_us", &BenchResult::wait_us, /*optional=*/true},
+    {"detail", &BenchResult::detail, /*optional=*/true}};
+
+}  // namespace
 
 bool BenchResult::measured() const { return std::isfinite(time_us) && time_us > 0; }
 
@@ -18,98 +40,35 @@ double AlgBandwidthGBps(size_t bytes, double seconds) {
 BenchResult MakeResult(std::string impl, BenchOp op, std::string algo, int ranks, size_t bytes,
                        size_t requested_bytes, std::string dtype, int iters,
                        double seconds_per_iter) {
-  BenchResult r;
-  r.impl = std::move(impl);
-  r.op = std::string(BenchOpName(op));
-  r.algo = std::move(algo);
-  r.ranks = ranks;
-  r.bytes = bytes;
-  r.requested_bytes = requested_bytes;
-  r.dtype = std::move(dtype);
-  r.iters = iters;
-  r.time_us = seconds_per_iter * 1e6;
   const double algbw = AlgBandwidthGBps(bytes, seconds_per_iter);
-  r.algbw_gbps = algbw * 8.0;
-  r.busbw_gbps = algbw * BusBandwidthFactor(op, ranks) * 8.0;
-  return r;
+  return BenchResult{std::move(impl),
+                     std::string(BenchOpName(op)),
+                     std::move(algo),
+                     ranks,
+                     bytes,
+                     requested_bytes,
+                     std::move(dtype),
+                     iters,
+                     seconds_per_iter * 1e6,
+                     algbw * 8.0,
+                     algbw * BusBandwidthFactor(op, ranks) * 8.0};
 }
 
 BenchResult MakeUnmeasured(std::string impl, BenchOp op, std::string algo, int ranks,
                            size_t requested_bytes, std::string dtype, std::string why) {
-  BenchResult r;
-  r.impl = std::move(impl);
-  r.op = std::string(BenchOpName(op));
-  r.algo = std::move(algo);
-  r.ranks = ranks;
-  r.requested_bytes = requested_bytes;
-  r.dtype = std::move(dtype);
-  r.time_us = std::numeric_limits<double>::quiet_NaN();
-  r.algbw_gbps = r.busbw_gbps = 0;
+  BenchResult r = MakeResult(std::move(impl), op, std::move(algo), ranks, 0, requested_bytes,
+                             std::move(dtype), 0, std::numeric_limits<double>::quiet_NaN());
   r.detail = std::move(why);
   return r;
 }
 
-std::string ToJsonLine(const BenchResult& r) {
-  JsonLineWriter w;
-  w.Add("impl", r.impl)
-      .Add("op", r.op)
-      .Add("algo", r.algo)
-      .Add("ranks", r.ranks)
-      .Add("bytes", uint64_t{r.bytes})
-      .Add("requested_bytes", uint64_t{r.requested_bytes})
-      .Add("dtype", r.dtype)
-      .Add("iters", r.iters)
-      .Add("time_us", r.time_us)  // null when not measured
-      .Add("algbw_gbps", r.algbw_gbps)
-      .Add("busbw_gbps", r.busbw_gbps)
-      .Add("check", r.check);
-  if (std::isfinite(r.wait_us)) w.Add("wait_us", r.wait_us);
-  if (!r.detail.empty()) w.Add("detail", r.detail);
-  return w.str();
-}
+json::Object ToJson(const BenchResult& r) { return json::ToObject(r, kResultFields); }
+std::string ToJsonLine(const BenchResult& r) { return ToJson(r).Write(); }
 
 absl::StatusOr<BenchResult> ParseResultLine(std::string_view line) {
-  auto object = ParseJsonLine(line);
-  if (!object.ok()) return object.status();
-  const JsonObject& o = *object;
   BenchResult r;
-  absl::Status st;
-  auto str = [&](std::string_view key, std::string& out) {
-    auto v = GetString(o, key);
-    if (v.ok()) {
-      out = *v;
-    } else if (st.ok()) {
-      st = v.status();
-    }
-  };
-  auto num = [&](std::string_view key, auto& out) {
-    auto v = GetNumber(o, key);
-    if (v.ok()) {
-      out = static_cast<std::remove_reference_t<decltype(out)>>(*v);
-    } else if (st.ok()) {
-      st = v.status();
-    }
-  };
-  str("impl", r.impl);
-  str("op", r.op);
-  str("algo", r.algo);
-  num("ranks", r.ranks);
-  num("bytes", r.bytes);
-  num("requested_bytes", r.requested_bytes);
-  str("dtype", r.dtype);
-  num("iters", r.iters);
-  // time_us is null for a row that was not measured.
-  if (auto it = o.find("time_us");
-      it != o.end() && std::holds_alternative<std::nullptr_t>(it->second)) {
-    r.time_us = std::numeric_limits<double>::quiet_NaN();
-  } else {
-    num("time_us", r.time_us);
-  }
-  num("algbw_gbps", r.algbw_gbps);
-  num("busbw_gbps", r.busbw_gbps);
-  str("check", r.check);
-  if (o.count("wait_us")) num("wait_us", r.wait_us);
-  if (o.count("detail")) str("detail", r.detail);
+  auto object = json::ParseObject(line);
+  absl::Status st = object.ok() ? json::FromObject(*object, kResultFields, r) : object.status();
   if (!st.ok()) {
     return absl::InvalidArgumentError(
         absl::StrFormat("not a result line (%s): %s", std::string(st.message()), line));
@@ -119,6 +78,78 @@ absl::StatusOr<BenchResult> ParseResultLine(std::string_view line) {
         absl::StrFormat("bad check value '%s' in: %s", r.check, line));
   }
   return r;
+}
+
+absl::StatusOr<RankReport> MeasurePoint(const SweepSpec& spec, size_t requested,
+                                        const PointHooks& hooks) {
+  const int iters = IterationsFor(spec, requested), warmup = WarmupFor(spec, requested);
+  auto progress = [&](const char* phase, int done, int total) {
+    if (hooks.progress) hooks.progress(phase, done, total);
+  };
+  RankReport report;
+  if (spec.check) {
+    hooks.prepare();
+    HERD_RETURN_IF_ERROR(hooks.barrier());
+    HERD_RETURN_IF_ERROR(hooks.call());
+    const std::optional<Mismatch> bad = hooks.verify();
+    report.checked = 1;
+    report.check_ok = bad ? 0 : 1;
+    if (bad) {
+      report.bad_index = bad->index;
+      report.got = bad->got;
+      report.expected = bad->expected;
+    }
+  }
+  for (int i = 0; i < warmup; ++i) {
+    HERD_RETURN_IF_ERROR(hooks.call());
+    progress("warm-up", i + 1, warmup);
+  }
+  HERD_RETURN_IF_ERROR(hooks.barrier());
+  const auto start = Clock::now();
+  for (int i = 0; i < iters; ++i) {
+    HERD_RETURN_IF_ERROR(hooks.call());
+    progress("timed", i + 1, iters);
+  }
+  report.seconds_per_iter = std::chrono::duration<double>(Clock::now() - start).count() / iters;
+  return report;
+}
+
+BenchResult Summarise(const Measurement& m, const std::vector<RankReport>& reports) {
+  double slowest = 0, waited = 0;
+  bool wait_known = !reports.empty();
+  for (const RankReport& r : reports) {
+    slowest = std::max(slowest, r.seconds_per_iter);
+    waited += r.waited_per_iter;
+    wait_known &= r.waited_per_iter >= 0;
+  }
+  const int ranks = static_cast<int>(reports.size());
+  BenchResult result =
+      MakeResult(m.impl, m.op, m.algo, ranks, m.count * DTypeSize(m.dtype), m.requested_bytes,
+                 std::string(DTypeName(m.dtype)), m.iters, slowest);
+  if (wait_known) result.wait_us = waited / ranks * 1e6;
+  if (!m.check) return result;
+  result.check = std::string(kCheckOk);
+  for (int rank = 0; rank < ranks; ++rank) {
+    const RankReport& r = reports[rank];
+    if (r.checked && !r.check_ok) {
+      result.check = std::string(kCheckFailed);
+      result.detail = absl::StrFormat("%s %s %s %s: rank %d element %u is %g, expected %g", m.impl,
+                                      BenchOpName(m.op), m.algo, FormatByteSize(m.requested_bytes),
+                                      rank, r.bad_index, r.got, r.expected);
+      break;
+    }
+  }
+  return result;
+}
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  const size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<ptrdiff_t>(mid), values.end());
+  if (values.size() % 2 == 1) return values[mid];
+  const double lower =
+      *std::max_element(values.begin(), values.begin() + static_cast<ptrdiff_t>(mid));
+  return (lower + values[mid]) / 2;
 }
 
 }  // namespace herd::bench

@@ -63,17 +63,7 @@ absl::StatusOr<size_t> ParseByteSize(std::string_view text) {
 }
 
 absl::StatusOr<std::vector<size_t>> ParseByteSizeList(std::string_view csv) {
-  std::vector<size_t> sizes;
-  size_t start = 0;
-  while (start <= csv.size()) {
-    size_t comma = csv.find(',', start);
-    if (comma == std::string_view::npos) comma = csv.size();
-    auto size = ParseByteSize(csv.substr(start, comma - start));
-    if (!size.ok()) return size.status();
-    if (std::find(sizes.begin(), sizes.end(), *size) == sizes.end()) sizes.push_back(*size);
-    start = comma + 1;
-  }
-  return sizes;
+  return ParseCsv<size_t>(csv, ParseByteSize);
 }
 
 std::vector<size_t> DefaultSizes() {

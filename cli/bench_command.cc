@@ -2,9 +2,6 @@
 //   collectives       herd's collectives beside OpenMPI and Gloo (bench/collectives_driver.h)
 //   collectives-rank  hidden: one rank process of the above, started by it
 
-#include <unistd.h>
-
-#include <climits>
 #include <cstdio>
 #include <string>
 
@@ -12,21 +9,13 @@
 #include "absl/strings/str_split.h"
 #include "bench/collectives_driver.h"
 #include "bench/ps/ps_bench.h"
-#include "bench/rank_process.h"
 #include "bench/sizes.h"
+#include "bench/rank.h"
 #include "bench/sweep_spec.h"
 #include "cli/command.h"
 
 namespace herd::cli {
 namespace {
-
-// This binary's path, so the driver can start its rank processes and find the peers beside it.
-std::string SelfExe() {
-  char buf[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "herd";
-  return std::string(buf, static_cast<size_t>(n));
-}
 
 class BenchCommand : public Command {
  public:
@@ -103,12 +92,10 @@ class BenchCommand : public Command {
     // Hidden (empty group): started by `collectives` only, with the same sweep flags.
     rank_ = app.add_subcommand("collectives-rank", "one rank of herd bench collectives");
     rank_->group("");
-    rank_flags_.Register(*rank_, /*for_users=*/false);
-    rank_->add_option("--rank", rank_options_.rank)->required();
-    rank_->add_option("--ranks", rank_options_.ranks)->required()->check(CLI::Range(1, 65536));
-    rank_->add_option("--store", rank_options_.store_dir)->required();
-    rank_->add_flag("--ucx-zero-copy", rank_options_.ucx_zero_copy);
-    rank_->add_flag("--busy-poll", rank_options_.busy_poll);
+    rank_sweep_.Register(*rank_, /*for_users=*/false);
+    rank_flags_.Register(*rank_, /*required=*/true);
+    rank_->add_flag("--ucx-zero-copy", rank_ucx_.same_host_zero_copy);
+    rank_->add_flag("--busy-poll", rank_ucx_.busy_poll);
   }
 
   int Run() override {
@@ -162,7 +149,7 @@ class BenchCommand : public Command {
     options.spec = *spec;
     options.peers = *peers;
     options.json = json_;
-    options.herd_exe = SelfExe();
+    options.herd_exe = bench::SelfExe();
     options.tool_dir = options.herd_exe.substr(0, options.herd_exe.rfind('/'));
     options.rounds = rounds_;
     if (ucx_zero_copy_) options.herd_rank_args.push_back("--ucx-zero-copy");
@@ -171,13 +158,12 @@ class BenchCommand : public Command {
   }
 
   int RunRank() {
-    auto spec = rank_flags_.ToSpec();
+    auto spec = rank_sweep_.ToSpec();
     if (!spec.ok()) return UsageError(*rank_, std::string(spec.status().message()));
-    if (rank_options_.rank < 0 || rank_options_.rank >= rank_options_.ranks) {
+    if (rank_flags_.rank < 0 || rank_flags_.rank >= rank_flags_.ranks) {
       return UsageError(*rank_, "--rank must be in [0, --ranks)");
     }
-    rank_options_.spec = *spec;
-    return bench::RunRankProcess(rank_options_);
+    return bench::RunCollectivesRank(rank_flags_, *spec, rank_ucx_);
   }
 
   CLI::App* collectives_ = nullptr;
@@ -199,8 +185,9 @@ class BenchCommand : public Command {
   std::string ps_sizes_ = "4MiB,16MiB,64MiB,256MiB";
   std::string ps_chunk_ = "4MiB";
 
-  bench::SweepFlags rank_flags_;
-  bench::RankProcessOptions rank_options_;
+  bench::SweepFlags rank_sweep_;
+  bench::RankFlags rank_flags_;
+  transport::UcxOptions rank_ucx_;
 };
 
 HERD_REGISTER_COMMAND(

@@ -22,8 +22,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/command.h"
-#include "cli/local/child_processes.h"
 #include "cli/local/progress.h"
+#include "common/child_processes.h"
 #include "cli/mode_options.h"
 #include "plan/modes.h"
 #include "scheduler/client/scheduler_client.h"
@@ -185,10 +185,10 @@ class LocalCommand final : public Command {
   absl::StatusOr<std::string> StartScheduler() {
     const std::string port_file = Path("scheduler.port");
     fs::remove(port_file);
-    auto st = children_.Start("scheduler",
-                              {"scheduler", "--listen", "127.0.0.1:0", "--state",
-                               Path("scheduler-state"), "--port-file", port_file},
-                              LogOf("scheduler"));
+    auto st = children_.StartSelf("scheduler",
+                                  {"scheduler", "--listen", "127.0.0.1:0", "--state",
+                                   Path("scheduler-state"), "--port-file", port_file},
+                                  LogOf("scheduler"));
     if (!st.ok()) return st;
     const auto deadline = std::chrono::steady_clock::now() + 30s;
     while (std::chrono::steady_clock::now() < deadline) {
@@ -227,7 +227,7 @@ class LocalCommand final : public Command {
     }
     for (int s = 0; s < spec.servers(); ++s) {
       const std::string name = absl::StrFormat("server-%d", s);
-      auto st = children_.Start(
+      auto st = children_.StartSelf(
           name,
           {"server", "--scheduler", *address, "--job", job_, "--name", name, "--shard",
            std::to_string(s), "--state", Path(name + "-state"), "--listen", "127.0.0.1:0",
@@ -255,7 +255,7 @@ class LocalCommand final : public Command {
       if (tune_fusion_) args.push_back("--tune-fusion");
       if (!timeline_dir_.empty()) args.insert(args.end(), {"--timeline", timeline_dir_});
       if (!data_dir_.empty()) args.insert(args.end(), {"--data-dir", data_dir_});
-      auto st = children_.Start(name, args, LogOf(name));
+      auto st = children_.StartSelf(name, args, LogOf(name));
       if (!st.ok()) return Fail(st);
     }
 

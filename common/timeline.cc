@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "absl/strings/str_format.h"
+#include "common/json.h"
 
 namespace herd {
 namespace {
@@ -18,17 +19,6 @@ const char* LaneName(Timeline::Lane lane) {
       return "control";
   }
   return "?";
-}
-
-// Event names are ours (fixed words and numbers), but escape anyway so the file always parses.
-std::string JsonEscape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    if (static_cast<unsigned char>(c) < 0x20) continue;
-    out.push_back(c);
-  }
-  return out;
 }
 
 }  // namespace
@@ -62,12 +52,13 @@ absl::Status Timeline::Write() const {
           pid_, static_cast<int>(lane), LaneName(lane));
     }
     out << absl::StrFormat(
-        "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"rank %d\"}}",
-        pid_, pid_);
+        "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"rank %d\"}}", pid_,
+        pid_);
     for (const Event& e : events_) {
       out << absl::StrFormat(
-          ",\n{\"name\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%d,\"dur\":%d}",
-          JsonEscape(e.name), pid_, static_cast<int>(e.lane), e.begin_us, e.dur_us);
+          ",\n{\"name\":%s,\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%d,\"dur\":%d}",
+          // Event names are ours (fixed words and numbers), but escaped so the file always parses.
+          json::Value(e.name).Write(), pid_, static_cast<int>(e.lane), e.begin_us, e.dur_us);
     }
     out << "\n]}\n";
     if (!out.flush()) return absl::InternalError(absl::StrFormat("cannot write timeline %s", tmp));

@@ -9,16 +9,13 @@
 // API takes a reduce function (allreduce, reduce) and reported as not measured elsewhere.
 
 #include <CLI/CLI.hpp>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <vector>
 
-#include "absl/strings/str_format.h"
-#include "bench/pattern.h"
 #include "bench/peers/peer_layout.h"
-#include "bench/report.h"
-#include "common/deadline.h"
 #include "common/reduce.h"
 #include "gloo/allgather.h"
 #include "gloo/allreduce.h"
@@ -37,216 +34,120 @@ namespace herd::bench {
 namespace {
 
 using ReduceFn = std::function<void(void*, const void*, const void*, size_t)>;
+constexpr uint32_t kReportTag = 0xbe;
+constexpr uint32_t kBarrierTag = 0xba;
 
 // c = a + b for bf16 with herd's kernel; Gloo may pass c == a or c == b.
-ReduceFn Bf16Sum() {
-  return [](void* c, const void* a, const void* b, size_t n) {
-    if (c == a) {
-      ReduceInto(DType::kBFloat16, ReduceOp::kSum, c, b, n);
-    } else if (c == b) {
-      ReduceInto(DType::kBFloat16, ReduceOp::kSum, c, a, n);
-    } else {
-      std::memcpy(c, a, n * 2);
-      ReduceInto(DType::kBFloat16, ReduceOp::kSum, c, b, n);
-    }
-  };
+void Bf16Sum(void* c, const void* a, const void* b, size_t n) {
+  if (c != a && c != b) std::memcpy(c, a, n * 2);
+  ReduceInto(DType::kBFloat16, ReduceOp::kSum, c, c == b ? a : b, n);
 }
 
-std::string_view GlooAlgo(BenchOp op) {
+// One iteration of `op` on `count` elements of type T (uint16_t: bf16 as raw words).
+template <typename T>
+std::function<void()> Call(const std::shared_ptr<gloo::Context>& ctx, BenchOp op, size_t count,
+                           T* data, T* out, std::chrono::milliseconds timeout) {
+  ReduceFn sum = Bf16Sum;
+  if constexpr (!std::is_same_v<T, uint16_t>) {
+    sum = [](void* c, const void* a, const void* b, size_t n) { gloo::sum<T>(c, a, b, n); };
+  }
+  auto with = [=](auto o) {
+    o.setOutput(data, count);
+    o.setTimeout(timeout);
+    return o;
+  };
   switch (op) {
     case BenchOp::kAllReduce:
+      return [=] {
+        auto o = with(gloo::AllreduceOptions(ctx));
+        o.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+        o.setReduceFunction(sum);
+        gloo::allreduce(o);
+      };
     case BenchOp::kAllGather:
-      return "ring";
+      // No input buffer: in place, this rank's block already in its slot of the output.
+      return [=] {
+        auto o = with(gloo::AllgatherOptions(ctx));
+        gloo::allgather(o);
+      };
     case BenchOp::kReduceScatter:
-      return "halving_doubling";
-    default:
-      return "gloo";
+      if constexpr (!std::is_same_v<T, uint16_t>) {
+        // An old-style algorithm object: set up once (it registers its buffers), run many.
+        std::vector<int> elems(ctx->size, static_cast<int>(count / ctx->size));
+        auto rs = std::make_shared<gloo::ReduceScatterHalvingDoubling<T>>(
+            ctx, std::vector<T*>{data}, static_cast<int>(count), elems);
+        return [rs] { rs->run(); };
+      }
+      return [] {};  // bf16: not measured (Peer::why_not)
+    case BenchOp::kBroadcast:
+      return [=] {
+        auto o = with(gloo::BroadcastOptions(ctx));
+        o.setRoot(0);
+        gloo::broadcast(o);
+      };
+    case BenchOp::kReduce:
+      return [=] {
+        auto o = with(gloo::ReduceOptions(ctx));
+        o.setRoot(0);
+        o.setReduceFunction(sum);
+        gloo::reduce(o);
+      };
+    case BenchOp::kAllToAll:
+      return [=] {
+        auto o = with(gloo::AlltoallOptions(ctx));
+        o.setInput(data, count);
+        o.setOutput(out, count);
+        gloo::alltoall(o);
+      };
   }
+  return [] {};
 }
 
-class GlooSweep {
- public:
-  GlooSweep(const SweepSpec& spec, std::shared_ptr<gloo::Context> ctx)
-      : spec_(spec), ctx_(std::move(ctx)), rank_(ctx_->rank), ranks_(ctx_->size) {}
-
-  void Run() {
-    const size_t esize = DTypeSize(spec_.dtype);
-    size_t max_count = 0;
-    for (size_t s : spec_.sizes) max_count = std::max(max_count, ElementCount(s, spec_.dtype));
-    data_.assign(max_count * esize, std::byte{0});
-    for (BenchOp op : spec_.ops) {
-      if (op == BenchOp::kAllToAll) out_.assign(max_count * esize, std::byte{0});
-    }
-    for (BenchOp op : spec_.ops) {
-      for (size_t requested : spec_.sizes) Measure(op, requested);
-    }
-  }
-
- private:
-  // Dispatches on the element type: Gloo's templates need the C++ type.
-  template <typename Fn>
-  void Typed(Fn&& fn) {
-    switch (spec_.dtype) {
+void Run(const SweepSpec& spec, const std::shared_ptr<gloo::Context>& ctx) {
+  Peer peer{"gloo", ctx->rank, ctx->size};
+  peer.algo = [](BenchOp op) -> std::string {
+    if (op == BenchOp::kAllReduce || op == BenchOp::kAllGather) return "ring";
+    return op == BenchOp::kReduceScatter ? "halving_doubling" : "gloo";
+  };
+  peer.why_not = [&](BenchOp op, size_t count) -> std::string {
+    if (count == 0) return "fewer elements than ranks";
+    if (op != BenchOp::kReduceScatter) return "";
+    if (spec.dtype == DType::kBFloat16) return "Gloo's reduce-scatter has no bf16 reduction";
+    return count > static_cast<size_t>(INT_MAX) ? "Gloo's reduce-scatter counts in int" : "";
+  };
+  peer.call = [&](BenchOp op, size_t count, void* data, void* out) {
+    switch (spec.dtype) {  // Gloo's templates need the C++ type
       case DType::kFloat32:
-        return fn(float{});
+        return Call(ctx, op, count, static_cast<float*>(data), static_cast<float*>(out),
+                    spec.timeout);
       case DType::kFloat64:
-        return fn(double{});
+        return Call(ctx, op, count, static_cast<double*>(data), static_cast<double*>(out),
+                    spec.timeout);
       case DType::kFloat16:
-        return fn(gloo::float16{});
+        return Call(ctx, op, count, static_cast<gloo::float16*>(data),
+                    static_cast<gloo::float16*>(out), spec.timeout);
       default:
-        return fn(uint16_t{});  // bf16 as raw words
+        return Call(ctx, op, count, static_cast<uint16_t*>(data), static_cast<uint16_t*>(out),
+                    spec.timeout);
     }
-  }
-
-  void Measure(BenchOp op, size_t requested) {
-    const std::string algo(GlooAlgo(op));
-    const size_t count = PeerElementCount(op, requested, spec_.dtype, ranks_);
-    std::string why_not;
-    if (count == 0) why_not = "fewer elements than ranks";
-    if (spec_.dtype == DType::kBFloat16 && op == BenchOp::kReduceScatter) {
-      why_not = "Gloo's reduce-scatter has no bf16 reduction";
-    }
-    if (op == BenchOp::kReduceScatter && count > static_cast<size_t>(INT_MAX)) {
-      why_not = "Gloo's reduce-scatter counts in int";
-    }
-    if (!why_not.empty()) {
-      if (rank_ == 0) {
-        Print(MakeUnmeasured("gloo", op, algo, ranks_, requested,
-                             std::string(DTypeName(spec_.dtype)), why_not));
-      }
-      return;
-    }
-    const int iters = IterationsFor(spec_, requested);
-    const int warmup = WarmupFor(spec_, requested);
-    std::function<void()> call = Prepare(op, count);
-
-    RankReport report;
-    if (spec_.check) {
-      PrepareHerdInputs(op, spec_.dtype, ranks_, rank_, count, data_.data(), out_.data());
-      call();
-      auto bad =
-          VerifyPeerOutputs(op, spec_.dtype, ranks_, rank_, count, data_.data(), out_.data());
-      report.checked = 1;
-      report.check_ok = bad ? 0 : 1;
-      if (bad) {
-        report.bad_index = bad->index;
-        report.got = bad->got;
-        report.expected = bad->expected;
-      }
-    }
-    for (int i = 0; i < warmup; ++i) call();
-    Barrier();
-    const auto start = Clock::now();
-    for (int i = 0; i < iters; ++i) call();
-    report.seconds_per_iter = std::chrono::duration<double>(Clock::now() - start).count() / iters;
-
-    // Every rank's report to every rank (Gloo's allgather of raw bytes); rank 0 prints.
-    std::vector<RankReport> all(ranks_);
-    std::memcpy(&all[rank_], &report, sizeof report);
-    gloo::AllgatherOptions gather(ctx_);
+  };
+  peer.barrier = [&] {
+    gloo::BarrierOptions o(ctx);
+    o.setTag(kBarrierTag);
+    gloo::barrier(o);
+  };
+  // Every rank's report to every rank (Gloo's allgather of raw bytes); rank 0 prints.
+  peer.gather = [&](const RankReport& mine) {
+    std::vector<RankReport> all(ctx->size);
+    std::memcpy(&all[ctx->rank], &mine, sizeof mine);
+    gloo::AllgatherOptions gather(ctx);
     gather.setOutput(reinterpret_cast<uint8_t*>(all.data()), all.size() * sizeof(RankReport));
     gather.setTag(kReportTag);
     gloo::allgather(gather);
-    if (rank_ == 0) {
-      Print(Summarise(
-          Measurement{"gloo", op, algo, spec_.dtype, count, requested, iters, spec_.check}, all));
-    }
-  }
-
-  // Builds the call for one measurement; the returned function runs one iteration in place.
-  std::function<void()> Prepare(BenchOp op, size_t count) {
-    std::function<void()> call;
-    Typed([&](auto tag) {
-      using T = decltype(tag);
-      T* data = reinterpret_cast<T*>(data_.data());
-      T* out = reinterpret_cast<T*>(out_.data());
-      ReduceFn sum;
-      if constexpr (std::is_same_v<T, uint16_t>) {
-        sum = Bf16Sum();
-      } else {
-        sum = [](void* c, const void* a, const void* b, size_t n) { gloo::sum<T>(c, a, b, n); };
-      }
-      const auto timeout = spec_.timeout;
-      switch (op) {
-        case BenchOp::kAllReduce:
-          call = [=, ctx = ctx_] {
-            gloo::AllreduceOptions o(ctx);
-            o.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
-            o.setOutput(data, count);
-            o.setReduceFunction(sum);
-            o.setTimeout(timeout);
-            gloo::allreduce(o);
-          };
-          return;
-        case BenchOp::kAllGather:
-          // No input buffer: in place, this rank's block already in its slot of the output.
-          call = [=, ctx = ctx_] {
-            gloo::AllgatherOptions o(ctx);
-            o.setOutput(data, count);
-            o.setTimeout(timeout);
-            gloo::allgather(o);
-          };
-          return;
-        case BenchOp::kReduceScatter:
-          if constexpr (!std::is_same_v<T, uint16_t>) {
-            // An old-style algorithm object: set up once (it registers its buffers), run many.
-            std::vector<int> elems(ranks_, static_cast<int>(count / ranks_));
-            auto rs = std::make_shared<gloo::ReduceScatterHalvingDoubling<T>>(
-                ctx_, std::vector<T*>{data}, static_cast<int>(count), elems);
-            call = [rs] { rs->run(); };
-          }
-          return;
-        case BenchOp::kBroadcast:
-          call = [=, ctx = ctx_] {
-            gloo::BroadcastOptions o(ctx);
-            o.setRoot(0);
-            o.setOutput(data, count);
-            o.setTimeout(timeout);
-            gloo::broadcast(o);
-          };
-          return;
-        case BenchOp::kReduce:
-          call = [=, ctx = ctx_] {
-            gloo::ReduceOptions o(ctx);
-            o.setRoot(0);
-            o.setOutput(data, count);
-            o.setReduceFunction(sum);
-            o.setTimeout(timeout);
-            gloo::reduce(o);
-          };
-          return;
-        case BenchOp::kAllToAll:
-          call = [=, ctx = ctx_] {
-            gloo::AlltoallOptions o(ctx);
-            o.setInput(data, count);
-            o.setOutput(out, count);
-            o.setTimeout(timeout);
-            gloo::alltoall(o);
-          };
-          return;
-      }
-    });
-    return call;
-  }
-
-  void Barrier() {
-    gloo::BarrierOptions o(ctx_);
-    o.setTag(kBarrierTag);
-    gloo::barrier(o);
-  }
-
-  static void Print(const BenchResult& r) {
-    std::printf("%s\n", ToJsonLine(r).c_str());
-    std::fflush(stdout);
-  }
-
-  static constexpr uint32_t kReportTag = 0xbe;
-  static constexpr uint32_t kBarrierTag = 0xba;
-  const SweepSpec& spec_;
-  std::shared_ptr<gloo::Context> ctx_;
-  const int rank_, ranks_;
-  std::vector<std::byte> data_, out_;
-};
+    return all;
+  };
+  RunPeerSweep(spec, peer);
+}
 
 }  // namespace
 }  // namespace herd::bench
@@ -273,7 +174,7 @@ int main(int argc, char** argv) {
     auto ctx = std::make_shared<gloo::rendezvous::Context>(flags.rank, flags.ranks);
     ctx->setTimeout(spec->timeout);
     ctx->connectFullMesh(store, device);
-    herd::bench::GlooSweep(*spec, ctx).Run();
+    herd::bench::Run(*spec, ctx);
   } catch (const std::exception& e) {
     // gloo::Exception and its IoException/EnforceNotMet derive from std::runtime_error.
     std::fprintf(stderr, "gloo rank %d: %s\n", flags.rank, e.what());

@@ -9,9 +9,10 @@
 #include <thread>
 
 #include "absl/strings/str_format.h"
-#include "bench/json_line.h"
+#include "bench/result.h"
+#include "common/json.h"
 #include "common/status.h"
-#include "scheduler/plan/shard_map.h"
+#include "plan/shard_map.h"
 #include "server/client/sharded_client.h"
 #include "server/engine.h"
 #include "server/service.h"
@@ -37,11 +38,6 @@ struct Config {
 struct Result {
   double push_s = 0, pull_s = 0;
 };
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // Runs fn(i) on `n` threads at once; the first error wins.
 absl::Status Parallel(int n, const std::function<absl::Status(int)>& fn) {
@@ -172,7 +168,7 @@ absl::Status RunPsBench(const PsBenchOptions& o) {
             const double push_gbps = moved_bits / r->push_s / 1e9;
             const double pull_gbps = moved_bits / r->pull_s / 1e9;
             if (o.json) {
-              JsonLineWriter j;
+              json::Object j;
               j.Add("mode", mode)
                   .Add("durability", durability)
                   .Add("shards", shards)
@@ -184,7 +180,7 @@ absl::Status RunPsBench(const PsBenchOptions& o) {
                   .Add("push_gbps", push_gbps)
                   .Add("pull_gbps", pull_gbps);
               if (mode == "ps_ec") j.Add("compressor", o.compressor);
-              std::printf("%s\n", j.str().c_str());
+              std::printf("%s\n", j.Write().c_str());
             } else {
               std::printf("%-9s %-16s %6d %7d %9s %10.1f %10.2f %10.1f %10.2f\n", mode.c_str(),
                           durability.c_str(), shards, workers, Size(bytes).c_str(), r->push_s * 1e3,

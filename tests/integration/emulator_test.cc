@@ -1,8 +1,8 @@
-// The cluster emulator (bench/emulator/cluster.h): the cap it sets is the bandwidth ranks get,
+// The cluster emulator (tools/emulator/cluster.h): the cap it sets is the bandwidth ranks get,
 // loopback is up in every rank, and nothing is left behind. Needs root and `ip netns`; skips
 // with the reason otherwise.
 
-#include "bench/emulator/cluster.h"
+#include "tools/emulator/cluster.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -14,9 +14,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
-#include "bench/emulator/measure.h"
-#include "bench/emulator/rate.h"
-#include "bench/emulator/run_command.h"
+#include "bench/emu/probe.h"
+#include "common/child_processes.h"
+#include "tools/emulator/rate.h"
 
 namespace herd::emulator {
 namespace {

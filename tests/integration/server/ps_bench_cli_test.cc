@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "absl/strings/str_split.h"
-#include "bench/json_line.h"
+#include "common/json.h"
 #include "tests/integration/scheduler/scheduler_process.h"
 
 namespace herd::bench {
@@ -21,14 +21,14 @@ TEST(PsBenchCliTest, JsonLinesCarryEveryField) {
   int lines = 0;
   for (absl::string_view line : absl::StrSplit(r.out, '\n')) {
     if (line.empty() || line[0] != '{') continue;  // log lines go elsewhere or start with '['
-    auto o = ParseJsonLine(std::string(line));
+    auto o = json::ParseObject(std::string(line));
     ASSERT_TRUE(o.ok()) << o.status() << ": " << line;
-    for (const char* key : {"mode", "durability"}) EXPECT_TRUE(GetString(*o, key).ok()) << key;
-    EXPECT_EQ(*GetNumber(*o, "shards"), 2);
-    EXPECT_EQ(*GetNumber(*o, "workers"), 2);
-    EXPECT_EQ(*GetNumber(*o, "bytes"), 256 * 1024);
+    for (const char* key : {"mode", "durability"}) EXPECT_TRUE(o->GetString(key).ok()) << key;
+    EXPECT_EQ(*o->GetNumber("shards"), 2);
+    EXPECT_EQ(*o->GetNumber("workers"), 2);
+    EXPECT_EQ(*o->GetNumber("bytes"), 256 * 1024);
     for (const char* key : {"push_gbps", "pull_gbps"}) {
-      auto v = GetNumber(*o, key);
+      auto v = o->GetNumber(key);
       ASSERT_TRUE(v.ok()) << key << " in " << line;
       EXPECT_GT(*v, 0.0) << key;
     }

@@ -15,8 +15,8 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "bench/process_group.h"
 #include "bench/result.h"
+#include "common/supervise.h"
 
 #ifndef HERD_BINARY
 #error "HERD_BINARY must name the herd executable"
@@ -38,11 +38,11 @@ struct Ran {
 Ran Herd(std::vector<std::string> args, std::vector<std::string> env = {}) {
   args.insert(args.begin(), HERD_BINARY);
   Ran ran;
-  RunOptions options;
+  SuperviseOptions options;
   options.silence_timeout = std::chrono::seconds(90);
   options.on_stdout_line = [&](size_t, std::string_view l) { ran.out.emplace_back(l); };
   options.on_stderr_line = [&](size_t, std::string_view l) { ran.err.emplace_back(l); };
-  auto outcome = RunProcessGroup({ChildSpec{"herd", args, env, SIGKILL}}, options);
+  auto outcome = Supervise({ChildSpec{.name = "herd", .argv = args, .env = env}}, options);
   EXPECT_TRUE(outcome.ok()) << outcome.status();
   if (outcome.ok()) ran.exit_code = outcome->children[0].exit_code;
   return ran;
@@ -115,15 +115,15 @@ std::string MpiUnavailable() {
       std::filesystem::path(HERD_BINARY).parent_path().string() + "/herd-bench-mpi";
   if (access(exe.c_str(), X_OK) != 0) return exe + " is not built";
   Ran ran;
-  RunOptions options;
+  SuperviseOptions options;
   options.silence_timeout = std::chrono::seconds(30);
   options.on_stderr_line = [&](size_t, std::string_view l) { ran.err.emplace_back(l); };
   auto outcome =
-      RunProcessGroup({ChildSpec{"mpirun",
-                                 {"mpirun", "-np", "1", "--oversubscribe", "true"},
-                                 {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"},
-                                 SIGTERM}},
-                      options);
+      Supervise({ChildSpec{.name = "mpirun",
+                           .argv = {"mpirun", "-np", "1", "--oversubscribe", "true"},
+                           .env = {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"},
+                           .death_signal = SIGTERM}},
+                options);
   if (!outcome.ok() || !outcome->ok()) {
     return "mpirun -np 1 true fails here: " + (outcome.ok() ? outcome->Describe() : "");
   }
