@@ -269,6 +269,17 @@ absl::Status Session::Flush() {
 absl::StatusOr<herd::v1::JobStatus> Session::Finish(herd::v1::TrainingResult result) {
   if (executor_description_.empty() && executor_) executor_description_ = executor_->Describe();
   if (result.executor().empty()) result.set_executor(executor_description_);
+  // Every worker waits here for the others to finish their last iteration before leaving:
+  // a rank that closed its communicator while a peer still received from it (the decentralized
+  // modes exchange with neighbours to the very end) would fail that peer.
+  if (world_size() > 1) {
+    herd::v1::BarrierRequest barrier;
+    barrier.set_job(options_.job);
+    barrier.set_name("training finished");
+    barrier.set_node_id(registered_.node_id());
+    auto passed = client_->Barrier(barrier, Deadline::After(options_.timeout));
+    if (!passed.ok()) return Diagnose(passed.status());
+  }
   herd::v1::FinishWorkerRequest req;
   req.set_job(options_.job);
   req.set_node_id(registered_.node_id());
