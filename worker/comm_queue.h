@@ -16,6 +16,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "common/deadline.h"
 #include "common/timeline.h"
@@ -46,17 +47,17 @@ class CommQueue {
     std::string name;
     Op op;
   };
-  void Run();
+  void Run();  // the communication thread: runs the queue in order
 
   Timeline* timeline_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Item> queue_;
-  Ticket next_ticket_ = 1;
-  Ticket done_ = 0;  // every ticket <= done_ has finished
-  std::string running_;
-  absl::Status failed_;
-  bool stopping_ = false;
+  std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
+  Ticket next_ticket_ ABSL_GUARDED_BY(mu_) = 1;
+  Ticket done_ ABSL_GUARDED_BY(mu_) = 0;  // every ticket <= done_ has finished
+  std::string running_ ABSL_GUARDED_BY(mu_);
+  absl::Status failed_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 
