@@ -116,8 +116,7 @@ class WorkerCommand final : public Command {
       o.batch_size = req.spec.training().batch_size();
       const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
       o.threads = threads_ > 0 ? threads_ : std::max(1, cores / std::max(1, req.world_size));
-      o.global_train_count = train->count;
-      o.train = worker::ShardOf(*train, req.rank, req.world_size);
+      o.train = std::move(*train);
       o.test = std::move(*test);
       return worker::MakeTorchTrainable(std::move(o));
     };

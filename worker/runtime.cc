@@ -22,8 +22,11 @@ absl::StatusOr<herd::v1::TrainingResult> Train(Session& session,
   const int world = session.world_size();
   HERD_ASSIGN_OR_RETURN(std::unique_ptr<Trainable> model,
                         make_trainable({session.spec(), rank, world}));
-  const int64_t per_epoch = model->BatchesPerEpoch();
-  const int64_t total = per_epoch * session.spec().training().epochs();
+  const auto& training = session.spec().training();
+  const int64_t samples_total = model->TrainSamples();
+  const int batch = training.batch_size();
+  DataPosition at;
+  const int64_t total = IterationsLeft(at, samples_total, world, batch, training.epochs());
   HERD_RETURN_IF_ERROR(session.Attach(model->tensors(), model->Layout(), total));
   model->set_timeline(&session.timeline());
 
@@ -36,12 +39,13 @@ absl::StatusOr<herd::v1::TrainingResult> Train(Session& session,
     {
       Timeline::Span span(&session.timeline(), absl::StrFormat("iteration %d", it),
                           Timeline::Lane::kControl);
-      step = model->Step(*executor, it / per_epoch, it % per_epoch);
+      step = model->Step(*executor, at);
     }
     if (!step.ok()) return session.Diagnose(step.status());
     HERD_RETURN_IF_ERROR(session.EndIteration(*step));
     samples += step->samples;
     result.set_final_loss(step->loss);
+    at = Advance(at, samples_total, world, batch);
   }
   HERD_RETURN_IF_ERROR(session.Flush());
   const double seconds = Seconds(std::chrono::steady_clock::now() - begin).count();

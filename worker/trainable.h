@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "common/timeline.h"
 #include "herd/v1/job.pb.h"
+#include "worker/data/epoch_order.h"
 #include "worker/executor.h"
 
 namespace herd::worker {
@@ -28,12 +29,13 @@ class Trainable {
   virtual const std::vector<ModelTensor>& tensors() const = 0;
   // Their layout as a JobSpec lists it (name, shape, dtype).
   virtual std::vector<herd::v1::TensorSpec> Layout() const = 0;
-  // Mini-batches per epoch; the same on every worker, so all of them run the same iterations.
-  virtual int64_t BatchesPerEpoch() const = 0;
-  // Forward, backward and optimizer step of mini-batch `batch` of `epoch` through `executor`
-  // (BeforeForward before each layer, GradientReady from the gradient hooks, EndBackward as the
-  // step). The caller runs BeginIteration before.
-  virtual absl::StatusOr<StepStats> Step(Executor& executor, int64_t epoch, int64_t batch) = 0;
+  // Samples of the whole training set (every worker holds all of them and takes its part of
+  // each global batch: worker/data/epoch_order.h).
+  virtual int64_t TrainSamples() const = 0;
+  // Forward, backward and optimizer step of this worker's part of the global batch at `at`
+  // through `executor` (BeforeForward before each layer, GradientReady from the gradient
+  // hooks, EndBackward as the step). The caller runs BeginIteration before.
+  virtual absl::StatusOr<StepStats> Step(Executor& executor, const DataPosition& at) = 0;
   // Accuracy on the test set with the current parameters.
   virtual absl::StatusOr<double> Evaluate() = 0;
   // Where Step draws its forward and backward spans (null: nowhere).

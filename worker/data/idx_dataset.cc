@@ -115,18 +115,4 @@ absl::StatusOr<ImageDataset> LoadIdxDataset(const std::string& dir, const std::s
   return d;
 }
 
-ImageDataset ShardOf(const ImageDataset& data, int rank, int ranks) {
-  const int64_t base = data.count / ranks, extra = data.count % ranks;
-  const int64_t begin = rank * base + std::min<int64_t>(rank, extra);
-  const int64_t n = base + (rank < extra ? 1 : 0);
-  const size_t per = static_cast<size_t>(data.rows) * data.cols;
-  ImageDataset s;
-  s.count = n;
-  s.rows = data.rows;
-  s.cols = data.cols;
-  s.images.assign(data.images.begin() + begin * per, data.images.begin() + (begin + n) * per);
-  s.labels.assign(data.labels.begin() + begin, data.labels.begin() + begin + n);
-  return s;
-}
-
 }  // namespace herd::worker

@@ -30,8 +30,4 @@ inline constexpr char kFashionMnistDir[] = "/usr/share/datasets/fashion-mnist";
 // prefix "train" (60000 images) or "t10k" (10000, the test set).
 absl::StatusOr<ImageDataset> LoadIdxDataset(const std::string& dir, const std::string& prefix);
 
-// The part of `data` that worker `rank` of `ranks` trains on: a contiguous, disjoint slice, the
-// first count % ranks workers one sample larger.
-ImageDataset ShardOf(const ImageDataset& data, int rank, int ranks);
-
 }  // namespace herd::worker

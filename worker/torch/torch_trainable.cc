@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <numeric>
-#include <random>
 
 #include "absl/strings/str_format.h"
 #include "common/status.h"
@@ -43,18 +41,19 @@ class TorchTrainable final : public Trainable {
   const std::vector<ModelTensor>& tensors() const override { return tensors_; }
   std::vector<herd::v1::TensorSpec> Layout() const override { return layout_; }
 
-  int64_t BatchesPerEpoch() const override {
-    // The smallest shard decides, so every worker runs the same number of iterations.
-    const int64_t smallest = options_.global_train_count / std::max(1, options_.world_size);
-    return std::max<int64_t>(1, smallest / options_.batch_size);
-  }
+  int64_t TrainSamples() const override { return options_.train.count; }
 
-  absl::StatusOr<StepStats> Step(Executor& executor, int64_t epoch, int64_t batch) override {
-    if (epoch != order_epoch_) Shuffle(epoch);
+  absl::StatusOr<StepStats> Step(Executor& executor, const DataPosition& at) override {
+    if (at.epoch != order_epoch_) {
+      order_ = EpochOrder(options_.train.count, options_.seed, at.epoch);
+      order_epoch_ = at.epoch;
+    }
+    // This worker's part of the global batch: B samples starting at rank x B.
     const int64_t B = options_.batch_size;
     const int64_t n = options_.train.count;
+    const int64_t first = at.offset + options_.rank * B;
     std::vector<int64_t> idx(B);
-    for (int64_t i = 0; i < B; ++i) idx[i] = order_[(batch * B + i) % n];
+    for (int64_t i = 0; i < B; ++i) idx[i] = order_[(first + i) % n];
     torch::Tensor index = torch::from_blob(idx.data(), {B}, torch::kInt64);
     torch::Tensor x = train_images_.index_select(0, index);
     torch::Tensor y = train_labels_.index_select(0, index);
@@ -97,16 +96,6 @@ class TorchTrainable final : public Trainable {
   }
 
  private:
-  // The order of this worker's samples in an epoch: drawn from (seed, rank, epoch).
-  void Shuffle(int64_t epoch) {
-    order_.resize(options_.train.count);
-    std::iota(order_.begin(), order_.end(), 0);
-    std::mt19937_64 rng(options_.seed * 1000003u + static_cast<uint64_t>(options_.rank) * 7919u +
-                        static_cast<uint64_t>(epoch));
-    std::shuffle(order_.begin(), order_.end(), rng);
-    order_epoch_ = epoch;
-  }
-
   TorchTrainableOptions options_;
   std::shared_ptr<torchnet::StagedNet> net_;
   torchnet::DistributedOptimizer optimizer_;

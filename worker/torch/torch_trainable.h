@@ -16,11 +16,10 @@ struct TorchTrainableOptions {
   uint64_t seed = 1;  // the job's: every worker draws the same initial parameters
   int rank = 0;
   int world_size = 1;
-  int batch_size = 64;
+  int batch_size = 64;  // this worker's part of each global batch
   int threads = 1;  // torch intra-op threads of this process
-  ImageDataset train;  // this worker's shard
+  ImageDataset train;  // the whole training set, in the order of worker/data/epoch_order.h
   ImageDataset test;   // evaluated by Evaluate()
-  int64_t global_train_count = 0;  // samples of all shards (fixes BatchesPerEpoch for all)
 };
 
 absl::StatusOr<std::unique_ptr<Trainable>> MakeTorchTrainable(TorchTrainableOptions options);

@@ -92,25 +92,5 @@ TEST_F(IdxDatasetTest, CorruptFilesAreRefusedWithTheReason) {
   }
 }
 
-TEST_F(IdxDatasetTest, ShardsAreDisjointContiguousAndCoverEverything) {
-  WriteValid("train", 11);
-  auto d = LoadIdxDataset(dir_, "train");
-  ASSERT_TRUE(d.ok());
-  for (int ranks : {1, 2, 3, 4, 11}) {
-    int64_t next = 0;
-    for (int r = 0; r < ranks; ++r) {
-      ImageDataset s = ShardOf(*d, r, ranks);
-      EXPECT_GE(s.count, 11 / ranks);
-      EXPECT_LE(s.count, 11 / ranks + 1);
-      for (int64_t i = 0; i < s.count; ++i) {
-        EXPECT_EQ(s.labels[i], (next + i) % 10);
-        EXPECT_FLOAT_EQ(s.images[i * 6], static_cast<float>(10 * (next + i)) / 255.0f);
-      }
-      next += s.count;
-    }
-    EXPECT_EQ(next, 11);
-  }
-}
-
 }  // namespace
 }  // namespace herd::worker
