@@ -178,6 +178,40 @@ std::string Quote(const std::string& s) {
   return out;
 }
 
+// `v` as JSON with every object's keys in sorted order, so a merge of the same files is the
+// same file (a Struct's map has no order of its own). protobuf writes the leaves.
+void AppendSorted(const Value& v, std::string& out) {
+  switch (v.kind_case()) {
+    case Value::kStructValue: {
+      std::vector<const std::string*> keys;
+      for (const auto& [key, value] : v.struct_value().fields()) keys.push_back(&key);
+      std::sort(keys.begin(), keys.end(), [](auto* a, auto* b) { return *a < *b; });
+      out += '{';
+      for (size_t i = 0; i < keys.size(); ++i) {
+        if (i > 0) out += ',';
+        out += Quote(*keys[i]) + ':';
+        AppendSorted(v.struct_value().fields().at(*keys[i]), out);
+      }
+      out += '}';
+      return;
+    }
+    case Value::kListValue:
+      out += '[';
+      for (int i = 0; i < v.list_value().values_size(); ++i) {
+        if (i > 0) out += ',';
+        AppendSorted(v.list_value().values(i), out);
+      }
+      out += ']';
+      return;
+    default: {
+      std::string leaf;
+      (void)google::protobuf::util::MessageToJsonString(v, &leaf);
+      out += leaf.empty() ? "null" : leaf;
+      return;
+    }
+  }
+}
+
 // Writes the merged trace to `out` (replaced atomically).
 absl::Status WriteMerged(std::vector<Source>& sources, int64_t zero_unix_us, const fs::path& out) {
   const std::string tmp = out.string() + ".tmp";
@@ -195,9 +229,7 @@ absl::Status WriteMerged(std::vector<Source>& sources, int64_t zero_unix_us, con
                                       static_cast<double>(src.offset_us));
         }
         std::string json;
-        if (!google::protobuf::util::MessageToJsonString(e, &json).ok()) {
-          return absl::InternalError(absl::StrFormat("cannot encode an event of %s", src.file));
-        }
+        AppendSorted(e, json);
         file << (first ? "\n" : ",\n") << json;
         first = false;
       }
@@ -249,11 +281,11 @@ class TimelineCommand final : public Command {
     }
     for (Source& src : *sources) src.offset_us = src.origin_unix_us - zero;
     if (auto st = WriteMerged(*sources, zero, out); !st.ok()) return Fail(st);
-    std::printf("merged %d timelines (%d events) into %s\n", static_cast<int>(sources->size()),
-                events, out.string().c_str());
+    std::printf("merged %d timelines (%d events) into %s, on the clock of the earliest start\n",
+                static_cast<int>(sources->size()), events, out.string().c_str());
     for (const Source& src : *sources) {
-      std::printf("  rank %-3d %-20s started %+.3f ms after the first, %d events\n", src.rank,
-                  src.file.c_str(), src.offset_us / 1000.0, src.events);
+      std::printf("  rank %d  %s  %d events, shifted by %+.3f ms\n", src.rank, src.file.c_str(),
+                  src.events, src.offset_us / 1000.0);
     }
     return kExitOk;
   }
