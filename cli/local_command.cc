@@ -290,6 +290,10 @@ class LocalCommand final : public Command {
       }
       std::this_thread::sleep_for(50ms);
     }
+    // The job's last iterations may have passed between two looks: the last line shows them.
+    if (auto job = (*sched)->GetJob(job_); job.ok()) {
+      progress.Update(*job, begin, std::chrono::steady_clock::now());
+    }
     progress.Finish();
     return Summarize(**sched, begin);
   }

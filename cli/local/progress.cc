@@ -113,9 +113,10 @@ std::string ProgressLine::TrainingLine(const JobStatus& job, Clock::time_point n
 
 ProgressLine::Look ProgressLine::See(const JobStatus& job, Clock::time_point begin,
                                      Clock::time_point now) {
-  if (Terminal(job.state())) return {};
+  // Even an ended job's progress is news: its last iterations may not have been seen yet.
   const std::string training = TrainingLine(job, now);
   if (!training.empty()) last_training_ = training;
+  if (Terminal(job.state())) return {};
 
   const int workers = job.spec().workers();
   const int64_t planned = job.planned_iterations();

@@ -35,6 +35,7 @@ class ProgressLine {
   // Writes to `out` (stderr in `herd local`); `tty`: rewrite one line in place.
   ProgressLine(bool tty, std::FILE* out);
   // Shows `job` as of `now`; `begin` is when the run started (for the starting line's time).
+  // An ended job shows nothing new, but its progress still makes the last training line.
   void Update(const herd::v1::JobStatus& job, Clock::time_point begin, Clock::time_point now);
   // Ends the display: the last training line (if any) is the last line, and the line is
   // ended. Idempotent; Update does nothing afterwards.

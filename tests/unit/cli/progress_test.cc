@@ -242,6 +242,26 @@ TEST_F(ProgressTest, ATerminalEndsOnTheLastTrainingLineOnce) {
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
 }
 
+TEST_F(ProgressTest, TheLastLineHasTheLastIterationsEvenWhenOnlyTheEndedJobShowsThem) {
+  ProgressLine progress(/*tty=*/false, out_.file());
+  auto job = Running(2, 0, 50);
+  Reached(job, 9, 1.0);
+  progress.Update(job, begin_, At(1));
+  Reached(job, 19, 0.8);
+  progress.Update(job, begin_, At(2));
+  // The rest of the training and the evaluation happened between two looks.
+  Reached(job, 49, 0.4);
+  job.set_state(herd::v1::JOB_COMPLETED);
+  progress.Update(job, begin_, At(4));
+  progress.Finish();
+  const auto lines = out_.lines();
+  ASSERT_EQ(lines.size(), 3u) << out_.text();
+  EXPECT_NE(lines[1].find("iter 20/50"), std::string::npos) << lines[1];
+  // 40 iterations x 128 samples in the 3 s since the first look.
+  EXPECT_EQ(lines[2],
+            "training [dear] epoch 2/2  iter 50/50  loss 0.4000  1707 samples/s  comm 25%");
+}
+
 TEST_F(ProgressTest, NothingToShowForAnEndedJobOrAfterFinish) {
   ProgressLine progress(/*tty=*/false, out_.file());
   auto job = Running(2, 0, 10);
