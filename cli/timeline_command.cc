@@ -139,11 +139,12 @@ absl::StatusOr<std::vector<Source>> LoadDirectory(const fs::path& dir, const fs:
     return absl::NotFoundError(absl::StrFormat("%s is not a directory", dir.string()));
   }
   std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (!entry.is_regular_file() || entry.path().extension() != ".json") continue;
-    std::error_code absent;  // `out` need not exist yet
-    if (fs::equivalent(entry.path(), out, absent)) continue;
-    files.push_back(entry.path());
+  // Error codes, not exceptions: an unreadable directory is a message, not an abort.
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code skip;
+    if (!it->is_regular_file(skip) || it->path().extension() != ".json") continue;
+    if (fs::equivalent(it->path(), out, skip)) continue;  // `out` need not exist yet
+    files.push_back(it->path());
   }
   if (ec) return absl::NotFoundError(absl::StrFormat("%s: %s", dir.string(), ec.message()));
   std::sort(files.begin(), files.end());
