@@ -49,7 +49,7 @@ class LocalCommand final : public Command {
         ->check(CLI::Range(0, 16));
     app.add_option(
            "--mode", mode_,
-           "The mode: " + plan::ModeNameList() + " (what each does and takes: docs/scheduler.md)")
+           "The mode: " + plan::ModeNameList() + " (what each does and takes: docs/modes.md)")
         ->capture_default_str();
     app.add_option("--model", model_, "mlp or cnn")->capture_default_str();
     app.add_option("--epochs", epochs_, "Passes over each worker's shard")
@@ -259,10 +259,7 @@ class LocalCommand final : public Command {
       if (!st.ok()) return Fail(st);
     }
 
-    const int64_t samples = train_samples_ > 0 ? std::min<int64_t>(train_samples_, 60000) : 60000;
-    const int64_t per_epoch = std::max<int64_t>(1, samples / workers_ / batch_size_);
-    ProgressLine progress(::isatty(STDERR_FILENO) != 0, per_epoch, per_epoch * epochs_,
-                          batch_size_);
+    ProgressLine progress(::isatty(STDERR_FILENO) != 0, stderr);
     // Until every process of the job has exited on its own: the workers when they finished,
     // the shards when the scheduler says the job completed.
     int done = 0;
@@ -289,9 +286,13 @@ class LocalCommand final : public Command {
       }
       if (std::chrono::steady_clock::now() - last_poll >= 500ms) {
         last_poll = std::chrono::steady_clock::now();
-        if (auto job = (*sched)->GetJob(job_); job.ok()) progress.Update(*job, begin);
+        if (auto job = (*sched)->GetJob(job_); job.ok()) progress.Update(*job, begin, last_poll);
       }
       std::this_thread::sleep_for(50ms);
+    }
+    // The job's last iterations may have passed between two looks: the last line shows them.
+    if (auto job = (*sched)->GetJob(job_); job.ok()) {
+      progress.Update(*job, begin, std::chrono::steady_clock::now());
     }
     progress.Finish();
     return Summarize(**sched, begin);

@@ -1,5 +1,7 @@
 #include "common/timeline.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 
@@ -21,9 +23,29 @@ const char* LaneName(Timeline::Lane lane) {
   return "?";
 }
 
+// The wall-clock time of a steady-clock instant: the system clock read between two steady
+// readings, so the anchor is off by at most half the (sub-microsecond) gap between them.
+int64_t UnixMicrosAt(std::chrono::steady_clock::time_point origin) {
+  using std::chrono::duration_cast;
+  using std::chrono::microseconds;
+  const auto before = std::chrono::steady_clock::now();
+  const auto wall = std::chrono::system_clock::now();
+  const auto after = std::chrono::steady_clock::now();
+  const auto steady_mid = before + (after - before) / 2;
+  return duration_cast<microseconds>(wall.time_since_epoch()).count() -
+         duration_cast<microseconds>(steady_mid - origin).count();
+}
+
+std::string HostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "";
+  return name;
+}
+
 }  // namespace
 
-Timeline::Timeline(std::string path, int pid) : path_(std::move(path)), pid_(pid) {}
+Timeline::Timeline(std::string path, int rank)
+    : path_(std::move(path)), pid_(rank), origin_unix_us_(UnixMicrosAt(origin_)) {}
 
 void Timeline::Add(std::string_view name, Lane lane, std::chrono::steady_clock::time_point begin,
                    std::chrono::steady_clock::time_point end) {
@@ -51,16 +73,28 @@ absl::Status Timeline::Write() const {
           "\"args\":{\"name\":\"%s\"}},\n",
           pid_, static_cast<int>(lane), LaneName(lane));
     }
+    const std::string host = json::Value(HostName()).Write();  // quoted and escaped
+    const int os_pid = static_cast<int>(::getpid());
+    const std::string process =
+        json::Value(absl::StrFormat("rank %d (pid %d, %s)", pid_, os_pid, HostName())).Write();
     out << absl::StrFormat(
-        "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"rank %d\"}}", pid_,
-        pid_);
+        "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":%s}},\n",
+        pid_, process);
+    out << absl::StrFormat(
+        "{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,"
+        "\"args\":{\"sort_index\":%d}}",
+        pid_, pid_);
     for (const Event& e : events_) {
       out << absl::StrFormat(
           ",\n{\"name\":%s,\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%d,\"dur\":%d}",
           // Event names are ours (fixed words and numbers), but escaped so the file always parses.
           json::Value(e.name).Write(), pid_, static_cast<int>(e.lane), e.begin_us, e.dur_us);
     }
-    out << "\n]}\n";
+    // What `herd timeline merge` aligns the files with (the header says how).
+    out << absl::StrFormat(
+        "\n],\n\"otherData\":{\"herd_rank\":%d,\"herd_pid\":%d,\"herd_host\":%s,"
+        "\"herd_origin_unix_us\":%d}}\n",
+        pid_, os_pid, host, origin_unix_us_);
     if (!out.flush()) return absl::InternalError(absl::StrFormat("cannot write timeline %s", tmp));
   }
   if (std::rename(tmp.c_str(), path_.c_str()) != 0) {

@@ -90,7 +90,6 @@ class ShardProcess {
     HERD_ASSIGN_OR_RETURN(herd::v1::RegisterNodeResponse reg, Register());
     shard_ = reg.rank();
     heartbeats_ = std::make_unique<scheduler::HeartbeatLoop>(*sched_, o_.job, reg, "server");
-    HERD_RETURN_IF_ERROR(WritePortFile());
 
     // Follow the plan from now on; each new epoch may start the engine, move ps_async's
     // staleness bound, or end the job.
@@ -157,6 +156,15 @@ class ShardProcess {
     }
     if (engine_ != nullptr && plan.ranks_size() > 0) {
       engine_->SetLiveWorkers({plan.ranks().begin(), plan.ranks().end()});
+    }
+    // --port-file says "serving": written once the engine answers (or the shard stands by).
+    if (!port_written_ && (engine_ != nullptr || standing_by_)) {
+      if (auto st = WritePortFile(); !st.ok()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        outcome_ = st;
+        return;
+      }
+      port_written_ = true;
     }
   }
 
@@ -303,6 +311,7 @@ class ShardProcess {
   std::unique_ptr<Engine> engine_;
   Durability durability_;
   bool standing_by_ = false;
+  bool port_written_ = false;
   std::atomic<bool> watching_{false};
   std::thread watcher_;
   std::mutex mu_;

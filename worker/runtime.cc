@@ -90,6 +90,8 @@ absl::StatusOr<herd::v1::TrainingResult> RunWorker(const WorkerOptions& options,
   HERD_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Join(options.session));
   absl::StatusOr<herd::v1::TrainingResult> result = Train(*session, make_trainable);
   if (!result.ok()) {
+    // What the failed worker did up to its failure is worth keeping.
+    if (auto st = session->timeline().Write(); !st.ok()) Log().warn("{}", st.ToString());
     const absl::Status why = session->Diagnose(result.status());
     session->Fail(why);  // nothing when the job's ending was the cause
     return why;
