@@ -92,7 +92,7 @@ absl::StatusOr<std::vector<CheckpointInfo>> ListCheckpoints(Env& env, const std:
       for (const auto& f : c.manifest.files()) c.bytes += f.bytes();
       if (c.manifest.id() != name) {
         c.problem =
-            absl::StrFormat("%s: the manifest is of checkpoint %s", c.path, c.manifest.id());
+            absl::StrFormat("%s/%s is of checkpoint %s", c.path, kManifestFile, c.manifest.id());
       } else {
         c.problem = MissingFiles(env, c.path, c.manifest);
       }
@@ -116,7 +116,7 @@ absl::Status VerifyCheckpoint(Env& env, const std::string& path) {
   }
   if (manifest->id() != BaseName(path)) {
     return absl::DataLossError(
-        absl::StrFormat("%s: the manifest is of checkpoint %s", path, manifest->id()));
+        absl::StrFormat("%s/%s is of checkpoint %s", path, kManifestFile, manifest->id()));
   }
   for (const auto& file : manifest->files()) {
     absl::Status s = VerifyStateFile(env, path, file);

@@ -61,6 +61,11 @@ void FaultInjectionEnv::CrashAt(int64_t n) {
   crash_at_ = n;
 }
 
+void FaultInjectionEnv::SetFreeBytes(uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_bytes_ = bytes;
+}
+
 void FaultInjectionEnv::ClearFaults() {
   std::lock_guard<std::mutex> lock(mu_);
   fail_at_ = crash_at_ = 0;
@@ -215,6 +220,10 @@ absl::StatusOr<FileInfo> FaultInjectionEnv::Stat(const std::string& path) {
 }
 
 absl::StatusOr<uint64_t> FaultInjectionEnv::FreeBytes(const std::string& path) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_bytes_.has_value()) return *free_bytes_;
+  }
   return base_.FreeBytes(path);
 }
 

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,8 @@ class FaultInjectionEnv final : public Env {
 
   void FailAt(int64_t n, absl::Status error);
   void CrashAt(int64_t n);
+  // FreeBytes() answers `bytes` from now on (a disk that is nearly full).
+  void SetFreeBytes(uint64_t bytes);
   // Forgets the faults set (the count goes on).
   void ClearFaults();
   // Operations counted so far (the next one is number operations() + 1).
@@ -75,6 +78,7 @@ class FaultInjectionEnv final : public Env {
   int64_t fail_at_ = 0;
   absl::Status fail_error_;
   int64_t crash_at_ = 0;
+  std::optional<uint64_t> free_bytes_;
   std::vector<std::string> log_;
   std::map<std::string, uint64_t> synced_size_;  // files written here: bytes known durable
   std::vector<Pending> pending_;
