@@ -175,6 +175,21 @@ absl::StatusOr<ImportStep> ImportPlaced(const StateSource& from, std::string_vie
   });
 }
 
+absl::StatusOr<checkpoint::ProcessState> TakeExecutorState(Executor& old, int rank) {
+  HERD_RETURN_IF_ERROR(old.Flush());
+  checkpoint::ProcessState state;
+  state.process = WorkerProcess(rank);
+  HERD_RETURN_IF_ERROR(old.ExportState(state));
+  return state;
+}
+
+absl::Status GiveExecutorState(Executor& next, checkpoint::ProcessState state, int world) {
+  std::vector<checkpoint::ProcessState> states;
+  states.push_back(std::move(state));
+  const checkpoint::MemoryStateSource source(std::move(states), world);
+  return next.ImportState(source);
+}
+
 void ExportParams(checkpoint::ProcessState& out, const std::vector<ModelTensor>& tensors) {
   for (const ModelTensor& t : tensors) {
     checkpoint::AddExtent(out, StateName("param", t.name), static_cast<int64_t>(t.count), 0,

@@ -84,6 +84,12 @@ absl::StatusOr<ImportStep> ImportPlaced(const checkpoint::StateSource& from, std
                                         std::vector<std::vector<float>>* buffers,
                                         std::string_view suffix = "");
 
+// A mode switch in memory (worker/session.cc): the old executor is flushed and exports its
+// state as worker `rank`'s; the executor that replaces it imports it before its first
+// iteration, as if resuming at the same worker count `world`.
+absl::StatusOr<checkpoint::ProcessState> TakeExecutorState(Executor& old, int rank);
+absl::Status GiveExecutorState(Executor& next, checkpoint::ProcessState state, int world);
+
 // The session's part: the parameters, "param/<t>". Decentralized modes mark their export
 // with the value kPerRankModels, and their parameters import by kAverage; every other mode's
 // by kReplicated. Tensors `from` does not hold keep their values; errors leave all unchanged.
