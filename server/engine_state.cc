@@ -207,7 +207,8 @@ ProcessState Engine::StateOf(const std::map<KeyId, KeyCopy>& copies, int64_t ver
   out.values[kWorkersValue] = absl::StrCat(config_.workers);
   out.values[kVersionValue] = absl::StrCat(version);
   const std::map<int32_t, int64_t> totals = TensorTotals(config_);
-  const int slots = OptimizerSlots(config_.optimizer.kind);
+  // ps_ec's shards run no optimizer (the workers do, and save its slots under the same names).
+  const int slots = config_.mode == Mode::kEc ? 0 : OptimizerSlots(config_.optimizer.kind);
   std::vector<std::string> lines;
   for (const auto& [key, copy] : copies) {
     const KeyPlacement& p = config_.keys.at(key);
@@ -240,7 +241,7 @@ ProcessState Engine::StateOf(const std::map<KeyId, KeyCopy>& copies, int64_t ver
 absl::Status Engine::ImportState(const StateSource& from) {
   HERD_ASSIGN_OR_RETURN(const std::vector<OldKey> old, OldKeys(from));
   const std::map<int32_t, int64_t> totals = TensorTotals(config_);
-  const int slots = OptimizerSlots(config_.optimizer.kind);
+  const int slots = config_.mode == Mode::kEc ? 0 : OptimizerSlots(config_.optimizer.kind);
   // ps_ec's residual is added to the sum of the workers' pushes, which the workers divide by
   // their count: at another count it must scale with it to add the same to the mean.
   double residual_scale = 1.0;
