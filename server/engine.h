@@ -31,11 +31,16 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "checkpoint/state.h"
+#include "checkpoint/state_source.h"
 #include "common/deadline.h"
 #include "server/key_record.h"
 #include "server/shard_config.h"
 
 namespace herd::server {
+
+// "shard-1": the process name of a shard's checkpoint state.
+std::string ShardProcess(int shard);
 
 struct PushArgs {
   std::string_view job;
@@ -97,6 +102,46 @@ class Engine {
   absl::StatusOr<int> WriteAll();
   // Wakes every waiter with UNAVAILABLE; later calls fail the same way.
   void Shutdown();
+
+  // ---- Checkpoints (DESIGN.md "State, checkpoints and resume"; docs/checkpoint.md) ----
+  //
+  // The topology-free state of this shard's keys, as process ShardProcess(shard). Extents are
+  // named after the tensors and placed at the key's elements of the tensor (never by key or
+  // chunk, so another shard map finds them):
+  //   param/<t>                             parameters (not ps_ec: its shards keep none)
+  //   momentum/<t> | adam_m/<t>, adam_v/<t>  the optimizer's slots (optim::SlotKind)
+  //   server_residual/<t>                   ps_ec's residual epsilon (units of the sum)
+  // values (text):
+  //   shard/mode, shard/workers, shard/version (the version the export is as of; ps_async:
+  //   the highest key version), shard/keys (one line per key: "<tensor> <offset> <count>"),
+  //   clocks/<t>@<offset>  (ps_async: the key's per-worker clocks, comma-separated),
+  //   version/<t>@<offset> (each key's version; Adam's step count is the version).
+  //
+  // ps_sync and ps_ec: the state as of `version` (every key at version `version`, i.e. right
+  // after round version-1 completed): keys already there are copied at once (under their
+  // lock, while serving goes on), keys below it are copied by the round that takes them there,
+  // waiting until `deadline` (DEADLINE_EXCEEDED names one). A key already past `version`:
+  // FAILED_PRECONDITION (the cut was asked for too late; nothing is kept). ps_async: each key
+  // as it is now, `version` unused (ps_async is not deterministic; nothing acknowledged is
+  // lost). An uninitialised key: FAILED_PRECONDITION. One export at a time.
+  absl::StatusOr<checkpoint::ProcessState> ExportState(int64_t version, Deadline deadline);
+
+  // Before serving (no call in flight): takes this shard's keys' state from `from`, whichever
+  // shard map and worker count exported it. The shard map and index are this engine's
+  // config (build the engine with the new plan's ShardConfig): each key's element range is
+  // read from the old shards that held it (found by their "shard/keys"), or, when no shard
+  // holds it (a checkpoint of a collective mode), from the workers' replicated state (the
+  // same names). Rules: parameters and optimizer slots as they are; versions: the old
+  // version (ps_sync/ps_ec all keys, ps_async the version of the old key holding the first
+  // element); ps_async's clocks restart at 0 (its export is no cut the workers share: the
+  // workers' executors restart theirs too; staleness is relative, and the parameters hold
+  // every acknowledged push); ps_ec's residual is scaled by
+  // new workers / old workers, so the averaged update it adds is conserved. Keys become
+  // initialised and are written as the durability policy writes rounds. Errors (the engine
+  // then unchanged): NOT_FOUND for a key whose parameters nobody holds (ps_sync, ps_async),
+  // FAILED_PRECONDITION for state of another length, DATA_LOSS for a "shard/keys" that does
+  // not parse or old shards that cover a key's elements only in part.
+  absl::Status ImportState(const checkpoint::StateSource& from);
   EngineStats Stats() const;
 
  protected:
@@ -141,6 +186,17 @@ class Engine {
   const ShardConfig config_;
 
  private:
+  // A key's state as ExportState copies it.
+  struct KeyCopy {
+    int64_t version = 0;
+    std::vector<float> params, slot0, slot1, epsilon;
+    std::vector<int64_t> clocks;
+  };
+  // ExportState's capture of ps_sync / ps_ec keys at capture_version_ (engine_state.cc): by
+  // ExportState for keys already there, by CompleteRoundLocked for the others.
+  void CaptureLocked(const KeyState& ks, KeyId key);
+  checkpoint::ProcessState StateOf(const std::map<KeyId, KeyCopy>& copies, int64_t version) const;
+
   absl::Status CheckWorker(int worker) const;
   absl::Status WriteLocked(KeyState& ks, KeyId key);
 
@@ -152,6 +208,12 @@ class Engine {
   mutable std::mutex failure_mu_;
   absl::Status failure_;
   std::atomic<int64_t> pushes_{0}, pulls_{0}, rejected_{0}, rounds_{0}, writes_{0};
+
+  std::mutex export_mu_;                      // one ExportState at a time
+  std::atomic<int64_t> capture_version_{-1};  // -1: no capture under way
+  std::mutex capture_mu_;                     // after a key's mutex, never before
+  std::condition_variable capture_cv_;
+  std::map<KeyId, KeyCopy> captured_;
 };
 
 }  // namespace herd::server

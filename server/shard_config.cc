@@ -88,6 +88,13 @@ std::string DurabilityName(const Durability& d) {
   return "?";
 }
 
+std::string TensorNameOf(const ShardConfig& config, int32_t tensor) {
+  if (tensor >= 0 && tensor < static_cast<int32_t>(config.tensor_names.size())) {
+    return config.tensor_names[tensor];
+  }
+  return absl::StrFormat("tensor-%d", tensor);
+}
+
 absl::StatusOr<ShardConfig> ShardConfigFromJob(const herd::v1::JobSpec& spec,
                                                const herd::v1::Plan& plan, int shard,
                                                const Durability& durability) {
@@ -138,13 +145,14 @@ absl::StatusOr<ShardConfig> ShardConfigFromJob(const herd::v1::JobSpec& spec,
   }
   c.optimizer.weight_decay = spec.optimizer().weight_decay();
   for (const auto& t : spec.tensors()) {
+    c.tensor_names.push_back(t.name());
     if (t.dtype() != "fp32" && t.dtype() != "float32") {
       return absl::InvalidArgumentError(absl::StrFormat(
           "tensor '%s' is %s; this parameter server holds fp32 tensors only", t.name(), t.dtype()));
     }
   }
   for (const auto& e : plan.shards()) {
-    c.keys[KeyId{e.tensor(), e.chunk()}] = KeyPlacement{e.count(), e.server()};
+    c.keys[KeyId{e.tensor(), e.chunk()}] = KeyPlacement{e.count(), e.server(), e.offset()};
   }
   return c;
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "algorithms/compression/compressor.h"
@@ -40,8 +41,9 @@ absl::StatusOr<Durability> ParseDurability(const std::string& text);
 std::string DurabilityName(const Durability& d);
 
 struct KeyPlacement {
-  int64_t count = 0;  // fp32 elements of the chunk
-  int server = 0;     // the shard that owns it
+  int64_t count = 0;   // fp32 elements of the chunk
+  int server = 0;      // the shard that owns it
+  int64_t offset = 0;  // its first element in the tensor
 };
 
 struct ShardConfig {
@@ -55,12 +57,18 @@ struct ShardConfig {
   compression::Compressor compressor = compression::Compressor::kMinMaxUInt8;  // ps_ec
   Durability durability;
   std::map<KeyId, KeyPlacement> keys;  // every key of the job
+  // The job's tensor names, by KeyId::tensor (JobSpec.tensors): a checkpoint names a key's
+  // state after its tensor, so that workers and shards of any layout find it again.
+  std::vector<std::string> tensor_names;
 
   static constexpr int64_t kInfiniteStaleness = INT64_MAX / 4;
 };
 
 // The config of shard `shard` of the job. INVALID_ARGUMENT for a job this shard cannot serve
 // (not a ps_* mode, non-floating or non-fp32 tensors, unknown optimizer or compressor).
+// The name of tensor `tensor` ("tensor-<i>" when the config lists no names: tests).
+std::string TensorNameOf(const ShardConfig& config, int32_t tensor);
+
 absl::StatusOr<ShardConfig> ShardConfigFromJob(const herd::v1::JobSpec& spec,
                                                const herd::v1::Plan& plan, int shard,
                                                const Durability& durability);

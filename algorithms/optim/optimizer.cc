@@ -36,6 +36,12 @@ int OptimizerSlots(OptimizerConfig::Kind kind) {
   return 0;
 }
 
+const char* SlotKind(OptimizerConfig::Kind kind, int slot) {
+  if (kind == OptimizerConfig::Kind::kMomentum) return "momentum";
+  if (kind == OptimizerConfig::Kind::kAdam) return slot == 0 ? "adam_m" : "adam_v";
+  return "none";
+}
+
 void ApplyOptimizer(const OptimizerConfig& config, std::span<float> params,
                     std::span<const float> grad, std::span<float> slot0, std::span<float> slot1,
                     int64_t step) {

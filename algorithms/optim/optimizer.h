@@ -33,6 +33,10 @@ std::string OptimizerName(OptimizerConfig::Kind kind);
 
 // How many per-element state vectors the optimizer keeps (0, 1 or 2).
 int OptimizerSlots(OptimizerConfig::Kind kind);
+// The name of slot `slot` (0 or 1) in saved training state: "momentum" (momentum's slot0),
+// "adam_m", "adam_v" (Adam's slot0, slot1). Named by what the values are, so Adam never loads
+// momentum's values and a switch between them starts the new optimizer fresh.
+const char* SlotKind(OptimizerConfig::Kind kind, int slot);
 
 // One step on `params` with gradient `grad`. `slot0` / `slot1` hold the optimizer state (of
 // params.size() values each, or empty when unused); `step` counts from 1 (Adam's bias
