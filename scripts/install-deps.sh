@@ -11,6 +11,8 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libucx-dev ucx-utils
   librocksdb-dev
+  # XXH3 checksums of checkpoints
+  libxxhash-dev
   # YAML JobSpec files of `herd job submit`
   libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev

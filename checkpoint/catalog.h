@@ -1,0 +1,62 @@
+#pragma once
+// Finding and checking the checkpoints of a directory: what `herd checkpoint list | verify`
+// show, and which checkpoint `--resume DIR` takes.
+//
+// A path names either a checkpoint directory DIR (holding checkpoints DIR/<id>) or one
+// checkpoint DIR/<id> (a directory with a MANIFEST).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "checkpoint/env.h"
+#include "herd/v1/checkpoint.pb.h"
+
+namespace herd::checkpoint {
+
+struct CheckpointInfo {
+  std::string id;
+  std::string path;       // DIR/<id>
+  int64_t iteration = 0;  // from the id
+  // Whether the manifest was read and its checksum holds; `manifest` is set only then.
+  bool manifest_ok = false;
+  herd::v1::CheckpointManifest manifest;
+  // Why this is not a whole checkpoint ("" when manifest_ok and every file is present with its
+  // size; checksums of the files are not read by ListCheckpoints: VerifyCheckpoint does that).
+  std::string problem;
+  int64_t bytes = 0;    // the files the manifest names, by the manifest
+  bool latest = false;  // DIR/LATEST names it
+};
+
+// The checkpoints of DIR, oldest first: every entry named like an id (checkpoint_id.h),
+// including broken ones (with `problem`). Temporary and trash directories are not listed.
+// NOT_FOUND when DIR does not exist, FAILED_PRECONDITION when it is not a directory.
+absl::StatusOr<std::vector<CheckpointInfo>> ListCheckpoints(Env& env, const std::string& dir);
+
+// Reads DIR/<id>/MANIFEST and checks its checksum and format. DATA_LOSS naming the file when it
+// is corrupt or truncated, NOT_FOUND when there is none, FAILED_PRECONDITION for a format
+// version this build does not read.
+absl::StatusOr<herd::v1::CheckpointManifest> ReadManifest(Env& env, const std::string& path);
+
+// Reads every byte of checkpoint `path` (DIR/<id>) and checks every checksum: the manifest's,
+// every file's size and checksum, every extent's checksum and bounds. The first failure as
+// DATA_LOSS naming the file, the extent, the expected and the actual checksum (or size).
+absl::Status VerifyCheckpoint(Env& env, const std::string& path);
+
+struct ResolvedCheckpoint {
+  std::string path;  // DIR/<id>
+  std::string id;
+  herd::v1::CheckpointManifest manifest;
+  // Newer checkpoints passed over, each "<id>: <why>" (a DATA_LOSS message, a missing file).
+  std::vector<std::string> skipped;
+};
+
+// The checkpoint `path` names, verified (VerifyCheckpoint):
+//  - DIR/<id>: that one, or its error (no fallback: the caller asked for it);
+//  - DIR: the newest checkpoint that verifies, newer broken ones listed in `skipped`;
+//    NOT_FOUND (with what was skipped and why) when none verifies or DIR holds none.
+absl::StatusOr<ResolvedCheckpoint> ResolveCheckpoint(Env& env, const std::string& path);
+
+}  // namespace herd::checkpoint
