@@ -1,11 +1,12 @@
 // `herd job`: the operator's client of the scheduler. Subcommands submit, status, list,
-// set-mode, plan, checkpoint, cancel and delete, all with --scheduler ADDR (docs/scheduler.md, "Command line").
+// set-mode, plan, checkpoint, cancel and delete, all with --scheduler ADDR (docs/scheduler.md,
+// "Command line").
 
 #include <google/protobuf/util/json_util.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <chrono>
 #include <map>
 #include <string>
 #include <thread>
@@ -134,8 +135,9 @@ void PrintCheckpoints(const JobStatus& j) {
   if (!policy.dir().empty()) {
     std::string every = policy.every_iterations() > 0
                             ? absl::StrFormat("every %d iterations", policy.every_iterations())
-                        : policy.every_ms() > 0 ? absl::StrFormat("every %g s", policy.every_ms() / 1e3)
-                                                : std::string("on request");
+                        : policy.every_ms() > 0
+                            ? absl::StrFormat("every %g s", policy.every_ms() / 1e3)
+                            : std::string("on request");
     std::printf("checkpoints into %s, %s, keep_last %d, keep_every %d; %lld committed\n",
                 policy.dir().c_str(), every.c_str(), policy.keep_last(), policy.keep_every(),
                 static_cast<long long>(j.checkpoints_committed()));
@@ -167,7 +169,8 @@ void PrintCheckpoints(const JobStatus& j) {
     std::printf("preempted %s\n", j.preempt_reason().c_str());
   }
   if (!j.result().params_digest().empty()) {
-    std::printf("params digest %s (rank 0's final parameters)\n", j.result().params_digest().c_str());
+    std::printf("params digest %s (rank 0's final parameters)\n",
+                j.result().params_digest().c_str());
   }
 }
 
@@ -408,14 +411,13 @@ class JobCommand : public Command {
         return kExitOk;
       }
       if (job->failed_checkpoint().id() == record->id()) {
-        return Fail(absl::AbortedError(absl::StrFormat("checkpoint %s was aborted: %s",
-                                                       record->id(),
-                                                       job->failed_checkpoint().error())));
+        return Fail(absl::AbortedError(absl::StrFormat(
+            "checkpoint %s was aborted: %s", record->id(), job->failed_checkpoint().error())));
       }
       if (scheduler::IsTerminal(job->state()) && job->pending_checkpoint().id() != record->id()) {
-        return Fail(absl::FailedPreconditionError(absl::StrFormat(
-            "job %s ended (%s) before checkpoint %s committed", name_,
-            scheduler::JobStateName(job->state()), record->id())));
+        return Fail(absl::FailedPreconditionError(
+            absl::StrFormat("job %s ended (%s) before checkpoint %s committed", name_,
+                            scheduler::JobStateName(job->state()), record->id())));
       }
       if (std::chrono::steady_clock::now() >= deadline) {
         return Fail(absl::DeadlineExceededError(absl::StrFormat(

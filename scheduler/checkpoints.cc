@@ -57,13 +57,21 @@ herd::v1::CheckpointManifest Manifest(const JobStatus& s, const CheckpointRecord
   m.set_workers(s.spec().workers());
   m.set_shards(s.spec().servers());
   m.set_created_unix_ms(NowUnixMs());
-  for (const auto& f : c.files()) *m.add_files() = f;
+  m.set_trigger(c.trigger());
+  for (const auto& f : c.files()) {
+    *m.add_files() = f;
+    if (auto d = f.values().find("params_digest"); d != f.values().end()) {
+      m.set_params_digest(d->second);  // rank 0's
+    }
+  }
   for (const auto& t : s.spec().tensors()) {
     auto* l = m.add_layout();
     l->set_name(t.name());
     int64_t count = 1;
     for (int64_t d : t.shape()) count *= d;
     l->set_count(count);
+    *l->mutable_shape() = t.shape();
+    l->set_dtype(t.dtype());
   }
   return m;
 }
@@ -85,11 +93,11 @@ void SchedulerCore::AbortCheckpoint(JobStatus& next, std::string why) {
   if (preempt && !IsTerminal(next.state())) {
     // The process that asked is going away with or without it: the job stops, and resumes
     // from the last checkpoint that committed.
-    next.set_preempt_reason(absl::StrFormat(
-        "%s; its checkpoint failed (%s), resume from %s", next.failed_checkpoint().trigger(),
-        next.failed_checkpoint().error(),
-        next.last_checkpoint().id().empty() ? std::string("the start")
-                                            : next.last_checkpoint().dir()));
+    next.set_preempt_reason(
+        absl::StrFormat("%s; its checkpoint failed (%s), resume from %s",
+                        next.failed_checkpoint().trigger(), next.failed_checkpoint().error(),
+                        next.last_checkpoint().id().empty() ? std::string("the start")
+                                                            : next.last_checkpoint().dir()));
     EndJob(next, herd::v1::JOB_PREEMPTED, "preempted: " + next.preempt_reason());
   }
 }
@@ -109,8 +117,8 @@ bool SchedulerCore::PolicyWantsCheckpoint(const JobStatus& s, int64_t iteration)
   return false;
 }
 
-absl::Status SchedulerCore::StartCheckpoint(Job& job, JobStatus& next, int64_t cut,
-                                            std::string dir, std::string trigger, bool preempt) {
+absl::Status SchedulerCore::StartCheckpoint(Job& job, JobStatus& next, int64_t cut, std::string dir,
+                                            std::string trigger, bool preempt) {
   CheckpointRecord c;
   c.set_id(checkpoint::CheckpointId(cut));
   c.set_iteration(cut);
@@ -140,9 +148,9 @@ absl::StatusOr<CheckpointRecord> SchedulerCore::RequestCheckpoint(
   HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(req.job(), "checkpoint the job"));
   const JobStatus& s = job->status;
   if (s.state() != herd::v1::JOB_RUNNING) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "job '%s' has not started yet (%s); a checkpoint needs running processes", req.job(),
-        JobStateName(s.state())));
+    return absl::FailedPreconditionError(
+        absl::StrFormat("job '%s' has not started yet (%s); a checkpoint needs running processes",
+                        req.job(), JobStateName(s.state())));
   }
   const std::string dir = req.dir().empty() ? s.spec().checkpoint().dir() : req.dir();
   if (dir.empty()) {
@@ -167,8 +175,8 @@ absl::StatusOr<CheckpointRecord> SchedulerCore::RequestCheckpoint(
       return job->status.pending_checkpoint();
     }
     return absl::FailedPreconditionError(absl::StrFormat(
-        "job '%s' is writing checkpoint %s (iteration %d); ask again once it has committed", req.job(),
-        pending.id(), pending.iteration()));
+        "job '%s' is writing checkpoint %s (iteration %d); ask again once it has committed",
+        req.job(), pending.id(), pending.iteration()));
   }
   const int64_t planned = s.planned_iterations();
   if (planned > 0 && cut >= planned) {
@@ -196,8 +204,8 @@ absl::StatusOr<herd::v1::ReportCheckpointResponse> SchedulerCore::ReportCheckpoi
                         req.id(), req.node_id(), req.job()));
   }
   const NodeRef ref = it->second;
-  const std::string process = ref.role == herd::v1::ROLE_WORKER ? WorkerProcessName(ref.slot)
-                                                                : ShardProcess(ref.slot);
+  const std::string process =
+      ref.role == herd::v1::ROLE_WORKER ? WorkerProcessName(ref.slot) : ShardProcess(ref.slot);
   herd::v1::ReportCheckpointResponse resp;
   const JobStatus& s = job->status;
   if (s.pending_checkpoint().id() != req.id() || job->committing) {
@@ -216,8 +224,8 @@ absl::StatusOr<herd::v1::ReportCheckpointResponse> SchedulerCore::ReportCheckpoi
       return resp;
     }
     return absl::FailedPreconditionError(
-        absl::StrFormat("%s reports checkpoint '%s' of job '%s', which is not being taken",
-                        process, req.id(), req.job()));
+        absl::StrFormat("%s reports checkpoint '%s' of job '%s', which is not being taken", process,
+                        req.id(), req.job()));
   }
   const CheckpointRecord& pending = s.pending_checkpoint();
   if (std::find(pending.expected().begin(), pending.expected().end(), process) ==
@@ -239,9 +247,9 @@ absl::StatusOr<herd::v1::ReportCheckpointResponse> SchedulerCore::ReportCheckpoi
     return resp;
   }
   if (req.file().process() != process) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s reports a file of process '%s'; a process reports its own file", process,
-        req.file().process()));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s reports a file of process '%s'; a process reports its own file",
+                        process, req.file().process()));
   }
   auto* files = next.mutable_pending_checkpoint()->mutable_files();
   for (const auto& f : *files) {
@@ -268,8 +276,8 @@ absl::StatusOr<herd::v1::ReportCheckpointResponse> SchedulerCore::ReportCheckpoi
   checkpoint::Env& env = checkpoint::PosixEnv();
   absl::Status committed = checkpoint::Commit(env, record.dir(), manifest);
   if (committed.ok()) {
-    if (auto st = checkpoint::ApplyRetention(env, record.dir(), policy.keep_last(),
-                                             policy.keep_every());
+    if (auto st =
+            checkpoint::ApplyRetention(env, record.dir(), policy.keep_last(), policy.keep_every());
         !st.ok()) {
       Log().warn("scheduler: job '{}': retention in {}: {}", name, record.dir(), st.ToString());
     }
@@ -361,10 +369,9 @@ absl::Status SchedulerCore::ResolveResume(JobStatus& status) {
   checkpoint::Env& env = checkpoint::PosixEnv();
   auto resolved = checkpoint::ResolveCheckpoint(env, from);
   if (!resolved.ok()) {
-    return absl::Status(
-        resolved.status().code(),
-        absl::StrFormat("cannot resume job '%s' from %s: %s", status.spec().name(), from,
-                        resolved.status().message()));
+    return absl::Status(resolved.status().code(),
+                        absl::StrFormat("cannot resume job '%s' from %s: %s", status.spec().name(),
+                                        from, resolved.status().message()));
   }
   const herd::v1::CheckpointManifest& m = resolved->manifest;
   auto* r = status.mutable_resumed();

@@ -275,9 +275,8 @@ absl::StatusOr<JobStatus> SchedulerCore::SubmitJob(const herd::v1::JobSpec& in) 
     status.set_epoch_start_iteration(start);
     status.set_completed_iteration(start - 1);
     status.set_issued_iteration(start - 1);
-    status.set_epoch_reason(
-        absl::StrFormat("submitted, resuming from %s at iteration %d", resume.resumed().path(),
-                        start));
+    status.set_epoch_reason(absl::StrFormat("submitted, resuming from %s at iteration %d",
+                                            resume.resumed().path(), start));
   }
   for (int r = 0; r < spec.workers(); ++r) {
     status.add_workers()->set_rank(r);

@@ -13,13 +13,13 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "checkpoint/env.h"
+#include "checkpoint/reader.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "plan/modes.h"
 #include "scheduler/client/heartbeat_loop.h"
 #include "scheduler/client/job_wait.h"
-#include "checkpoint/env.h"
-#include "checkpoint/reader.h"
 #include "server/engine.h"
 #include "server/shard_checkpoints.h"
 #include "server/state/shard_store.h"
@@ -41,8 +41,8 @@ bool IsPsMode(const std::string& mode) {
 }
 
 bool Ended(JobState s) {
-  return s == herd::v1::JOB_COMPLETED || s == herd::v1::JOB_FAILED || s == herd::v1::JOB_CANCELLED ||
-         s == herd::v1::JOB_PREEMPTED;
+  return s == herd::v1::JOB_COMPLETED || s == herd::v1::JOB_FAILED ||
+         s == herd::v1::JOB_CANCELLED || s == herd::v1::JOB_PREEMPTED;
 }
 
 // The parameter-server mode this shard serves: the mode of the job's plan when it is one,
@@ -373,7 +373,7 @@ class ShardProcess {
 }  // namespace
 
 absl::Status RunShard(ShardOptions options) {
-  ShardProcess process(std::move(options));
+  class ShardProcess process(std::move(options));  // the class, not server::ShardProcess()
   return process.Run();
 }
 

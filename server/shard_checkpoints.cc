@@ -64,8 +64,8 @@ void ShardCheckpoints::Take(const herd::v1::CheckpointRecord& c) {
     for (;;) {
       auto at = sched_.StoreGet(job_, key, Deadline::After(kPoll));
       if (at.ok()) break;
-      if (stopping_.load() || deadline.expired() ||
-          absl::IsFailedPrecondition(at.status()) || absl::IsNotFound(at.status())) {
+      if (stopping_.load() || deadline.expired() || absl::IsFailedPrecondition(at.status()) ||
+          absl::IsNotFound(at.status())) {
         Log().warn("server: shard {}: checkpoint {}: {} never reached the cut: {}", shard_, c.id(),
                    p, at.status().ToString());
         return;  // the scheduler aborts the checkpoint (timeout, death, or the job's end)
@@ -86,8 +86,8 @@ void ShardCheckpoints::Take(const herd::v1::CheckpointRecord& c) {
     }
   }
   // The workers go on now: their next push may change the engine, its copy is taken.
-  if (auto st = sched_.StoreSet(job_, absl::StrFormat("checkpoint/%s/shard-%d", c.id(), shard_),
-                                "");
+  if (auto st =
+          sched_.StoreSet(job_, absl::StrFormat("checkpoint/%s/shard-%d", c.id(), shard_), "");
       !st.ok()) {
     Log().warn("server: shard {}: checkpoint {}: {}", shard_, c.id(), st.ToString());
   }
@@ -96,10 +96,9 @@ void ShardCheckpoints::Take(const herd::v1::CheckpointRecord& c) {
     return;
   }
   const std::string id = c.id();
-  writer_.Stage(c.dir(), id, std::move(state),
-                [this, id](absl::StatusOr<herd::v1::CheckpointFile> file) {
-                  Report(id, std::move(file));
-                });
+  writer_.Stage(
+      c.dir(), id, std::move(state),
+      [this, id](absl::StatusOr<herd::v1::CheckpointFile> file) { Report(id, std::move(file)); });
 }
 
 void ShardCheckpoints::Report(const std::string& id,

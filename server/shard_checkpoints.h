@@ -26,8 +26,8 @@ class ShardCheckpoints {
   // `engine` answers the shard's engine now (null until it starts); called from the thread.
   // Announcements from `first` on are handled (the ones before were this shard's
   // predecessor's, or finished).
-  ShardCheckpoints(scheduler::SchedulerClient& sched, std::string job, uint64_t node_id,
-                   int shard, std::function<Engine*()> engine, int64_t first);
+  ShardCheckpoints(scheduler::SchedulerClient& sched, std::string job, uint64_t node_id, int shard,
+                   std::function<Engine*()> engine, int64_t first);
   // Stops following and waits (at most `drain`) for the files being written.
   ~ShardCheckpoints();
   ShardCheckpoints(const ShardCheckpoints&) = delete;

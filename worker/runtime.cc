@@ -17,7 +17,8 @@ using Seconds = std::chrono::duration<double>;
 
 // The training of one worker, once its session has joined the job.
 absl::StatusOr<herd::v1::TrainingResult> Train(Session& session,
-                                               const TrainableFactory& make_trainable) {
+                                               const TrainableFactory& make_trainable,
+                                               const std::string& loss_file) {
   const int rank = session.rank();
   const int world = session.world_size();
   HERD_ASSIGN_OR_RETURN(std::unique_ptr<Trainable> model,
@@ -29,8 +30,7 @@ absl::StatusOr<herd::v1::TrainingResult> Train(Session& session,
   // holds at another worker count too).
   const int64_t first = session.start_iteration();
   DataPosition at = session.start_position();
-  const int64_t total =
-      first + IterationsLeft(at, samples_total, world, batch, training.epochs());
+  const int64_t total = first + IterationsLeft(at, samples_total, world, batch, training.epochs());
   HERD_RETURN_IF_ERROR(session.Attach(model->tensors(), model->Layout(), total));
   model->set_timeline(&session.timeline());
 
@@ -57,6 +57,10 @@ absl::StatusOr<herd::v1::TrainingResult> Train(Session& session,
     }
     if (!step.ok()) return session.Diagnose(step.status());
     HERD_RETURN_IF_ERROR(session.EndIteration(*step));
+    if (!loss_file.empty()) {
+      // %a: the exact float, so two runs' losses compare bit for bit.
+      std::ofstream(loss_file, std::ios::app) << absl::StrFormat("%d %a\n", it, step->loss);
+    }
     samples += step->samples;
     result.set_final_loss(step->loss);
     at = Advance(at, samples_total, world, batch);
@@ -102,7 +106,8 @@ absl::Status WriteResultFile(const std::string& path, const herd::v1::TrainingRe
 absl::StatusOr<herd::v1::TrainingResult> RunWorker(const WorkerOptions& options,
                                                    const TrainableFactory& make_trainable) {
   HERD_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Join(options.session));
-  absl::StatusOr<herd::v1::TrainingResult> result = Train(*session, make_trainable);
+  absl::StatusOr<herd::v1::TrainingResult> result =
+      Train(*session, make_trainable, options.loss_file);
   if (!result.ok()) {
     // What the failed worker did up to its failure is worth keeping.
     if (auto st = session->timeline().Write(); !st.ok()) Log().warn("{}", st.ToString());

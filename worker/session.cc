@@ -172,8 +172,8 @@ absl::StatusOr<Executor*> Session::BeginIteration(int64_t iteration) {
     NoteJobEnded(plan->job_state(), plan->end_reason());
     if (plan->job_state() == herd::v1::JOB_PREEMPTED) {
       preempted_ = true;
-      return absl::CancelledError(absl::StrFormat("job '%s' was preempted: %s", options_.job,
-                                                  plan->end_reason()));
+      return absl::CancelledError(
+          absl::StrFormat("job '%s' was preempted: %s", options_.job, plan->end_reason()));
     }
     if (plan->job_state() == herd::v1::JOB_COMPLETED) {
       return absl::FailedPreconditionError(absl::StrFormat(

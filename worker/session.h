@@ -166,8 +166,7 @@ class Session {
   absl::Status ImportResumedParameters(const std::vector<herd::v1::TensorSpec>& layout);
   // Asks once for the preemption checkpoint when the stop flag is set (driver or heartbeat).
   void MaybeRequestPreemption();
-  void ReportCheckpointFile(const std::string& id,
-                            absl::StatusOr<herd::v1::CheckpointFile> file);
+  void ReportCheckpointFile(const std::string& id, absl::StatusOr<herd::v1::CheckpointFile> file);
 
   // Records that the job ended and aborts the communicator (heartbeat thread or driver).
   void NoteJobEnded(herd::v1::JobState state, const std::string& reason);
@@ -195,7 +194,7 @@ class Session {
   // Checkpoints.
   std::unique_ptr<checkpoint::CheckpointWriter> writer_;
   std::unique_ptr<checkpoint::CheckpointReader> resume_;  // until the first executor imports it
-  std::string staged_id_;  // the checkpoint staged last
+  std::string staged_id_;                                 // the checkpoint staged last
   DataPosition position_;
   int64_t start_iteration_ = 0;
   DataPosition start_position_;

@@ -98,8 +98,8 @@ absl::Status Session::TakeCheckpoint(const herd::v1::Plan& plan) {
       }
     }
   }
-  Log().info("worker {}: checkpoint {} at iteration {}: staged in {:.3f} s (stall {:.3f} s)",
-             rank_, id, plan.iteration(), staged,
+  Log().info("worker {}: checkpoint {} at iteration {}: staged in {:.3f} s (stall {:.3f} s)", rank_,
+             id, plan.iteration(), staged,
              Seconds(std::chrono::steady_clock::now() - begin).count());
   return absl::OkStatus();
 }
@@ -123,8 +123,7 @@ void Session::ReportCheckpointFile(const std::string& id,
     auto answer = client_->ReportCheckpoint(req);
     if (answer.ok() || !absl::IsUnavailable(answer.status()) || deadline.expired()) {
       if (!answer.ok()) {
-        Log().warn("worker {}: report of checkpoint {}: {}", rank_, id,
-                   answer.status().ToString());
+        Log().warn("worker {}: report of checkpoint {}: {}", rank_, id, answer.status().ToString());
       }
       return;
     }
@@ -168,11 +167,10 @@ absl::Status Session::StopAtCheckpoint(const herd::v1::Plan& plan) {
     if (status.state() == herd::v1::JOB_PREEMPTED) {
       preempted_ = true;
       job_over_.store(true);
-      Log().info("worker {}: job '{}' preempted: {}", rank_, options_.job,
-                 status.preempt_reason());
-      return absl::CancelledError(
-          absl::StrFormat("job '%s' preempted at iteration %d: %s", options_.job,
-                          plan.iteration(), status.preempt_reason()));
+      Log().info("worker {}: job '{}' preempted: {}", rank_, options_.job, status.preempt_reason());
+      return absl::CancelledError(absl::StrFormat("job '%s' preempted at iteration %d: %s",
+                                                  options_.job, plan.iteration(),
+                                                  status.preempt_reason()));
     }
     if (status.state() != herd::v1::JOB_RUNNING) {
       HERD_RETURN_IF_ERROR(scheduler::JobEndedStatus(status));
@@ -207,7 +205,17 @@ absl::Status Session::OpenResume(const herd::v1::JobStatus& job) {
 
 absl::Status Session::ImportResumedParameters(const std::vector<herd::v1::TensorSpec>& layout) {
   if (resume_ == nullptr) return absl::OkStatus();
-  HERD_RETURN_IF_ERROR(resume_->CheckLayout(layout));
+  std::vector<herd::v1::TensorLayout> model;
+  for (const auto& t : layout) {
+    auto* l = &model.emplace_back();
+    l->set_name(t.name());
+    int64_t count = 1;
+    for (int64_t d : t.shape()) count *= d;
+    l->set_count(count);
+    *l->mutable_shape() = t.shape();
+    l->set_dtype(t.dtype());
+  }
+  HERD_RETURN_IF_ERROR(resume_->CheckLayout(model));
   // Decentralized models differ between workers: at the same worker count each takes its own,
   // at another the average. Every other mode's parameters are replicated: any copy, unchanged.
   const plan::ModeInfo* mode = plan::FindMode(resume_->manifest().mode());

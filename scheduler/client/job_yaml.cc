@@ -115,9 +115,9 @@ absl::Status ReadTraining(const YAML::Node& o, herd::v1::TrainingSpec* out) {
       HERD_YAML_ASSIGN(i, Scalar<int64_t>(kv.second, key));
       out->set_train_samples(i);
     } else {
-      return At(kv.first, absl::StrFormat(
-                              "unknown training field '%s' (model, epochs, batch_size, train_samples)",
-                              key));
+      return At(kv.first,
+                absl::StrFormat(
+                    "unknown training field '%s' (model, epochs, batch_size, train_samples)", key));
     }
   }
   return absl::OkStatus();
@@ -131,8 +131,8 @@ absl::Status ReadCheckpoint(const YAML::Node& o, herd::v1::CheckpointPolicy* out
     if (!v.IsScalar()) return At(v, absl::StrFormat("'%s' must be a single value", key));
     absl::Duration d;
     if (!absl::ParseDuration(v.Scalar(), &d) || d <= absl::ZeroDuration()) {
-      return At(v, absl::StrFormat("'%s' is '%s'; give a duration like 30s, 10m or 1h", key,
-                                   v.Scalar()));
+      return At(
+          v, absl::StrFormat("'%s' is '%s'; give a duration like 30s, 10m or 1h", key, v.Scalar()));
     }
     return absl::ToInt64Milliseconds(d);
   };
@@ -163,10 +163,10 @@ absl::Status ReadCheckpoint(const YAML::Node& o, herd::v1::CheckpointPolicy* out
       HERD_YAML_ASSIGN(i, duration_ms(v, key));
       out->set_timeout_ms(i);
     } else {
-      return At(kv.first,
-                absl::StrFormat(
-                    "unknown checkpoint field '%s' (dir, every, keep_last, keep_every, timeout)",
-                    key));
+      return At(
+          kv.first,
+          absl::StrFormat(
+              "unknown checkpoint field '%s' (dir, every, keep_last, keep_every, timeout)", key));
     }
   }
   return absl::OkStatus();
