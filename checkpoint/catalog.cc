@@ -1,21 +1,169 @@
 #include "checkpoint/catalog.h"
 
-namespace herd::checkpoint {
+#include <algorithm>
 
-absl::StatusOr<std::vector<CheckpointInfo>> ListCheckpoints(Env& env, const std::string& dir) {
-  return absl::UnimplementedError("ListCheckpoints");
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "checkpoint/checkpoint_id.h"
+#include "checkpoint/commit.h"
+#include "checkpoint/manifest_file.h"
+#include "checkpoint/state_file.h"
+
+namespace herd::checkpoint {
+namespace {
+
+std::string BaseName(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  const size_t slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
 }
 
+// "" when every file the manifest names is in `path` with its size, else what is wrong.
+std::string MissingFiles(Env& env, const std::string& path,
+                         const herd::v1::CheckpointManifest& manifest) {
+  for (const auto& file : manifest.files()) {
+    const std::string name = JoinPath(path, file.file());
+    auto info = env.Stat(name);
+    if (!info.ok()) return absl::StrFormat("%s is missing (%s's state)", name, file.process());
+    if (info->size != static_cast<uint64_t>(file.bytes())) {
+      return absl::StrFormat("%s: size expected %d bytes, actual %d", name, file.bytes(),
+                             info->size);
+    }
+  }
+  return "";
+}
+
+// Whether `path` names one checkpoint (rather than a directory of them).
+bool IsCheckpointPath(Env& env, const std::string& path) {
+  return env.Exists(JoinPath(path, kManifestFile)) || ParseCheckpointId(BaseName(path)).has_value();
+}
+
+}  // namespace
+
 absl::StatusOr<herd::v1::CheckpointManifest> ReadManifest(Env& env, const std::string& path) {
-  return absl::UnimplementedError("ReadManifest");
+  const std::string file = JoinPath(path, kManifestFile);
+  auto data = env.ReadFile(file);
+  if (!data.ok()) {
+    if (absl::IsNotFound(data.status())) {
+      return absl::NotFoundError(
+          absl::StrFormat("%s has no %s: not a committed checkpoint", path, kManifestFile));
+    }
+    return data.status();
+  }
+  auto manifest = DecodeManifest(*data, file);
+  if (!manifest.ok()) return manifest.status();
+  if (manifest->format_version() > kFormatVersion || manifest->format_version() < 1) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s: format version %d; this herd reads versions 1 to %d", file,
+                        manifest->format_version(), kFormatVersion));
+  }
+  return manifest;
+}
+
+absl::StatusOr<std::vector<CheckpointInfo>> ListCheckpoints(Env& env, const std::string& dir) {
+  auto info = env.Stat(dir);
+  if (!info.ok()) return info.status();
+  if (!info->is_dir) {
+    return absl::FailedPreconditionError(absl::StrFormat("%s is not a directory", dir));
+  }
+  auto names = env.ListDir(dir);
+  if (!names.ok()) return names.status();
+  std::string latest;
+  if (auto text = env.ReadFile(JoinPath(dir, kLatestFile)); text.ok()) {
+    latest = std::string(absl::StripAsciiWhitespace(*text));
+  }
+  std::vector<CheckpointInfo> out;
+  for (const std::string& name : *names) {
+    const auto iteration = ParseCheckpointId(name);
+    if (!iteration.has_value()) continue;
+    CheckpointInfo c;
+    c.id = name;
+    c.path = JoinPath(dir, name);
+    c.iteration = *iteration;
+    c.latest = name == latest;
+    auto manifest = ReadManifest(env, c.path);
+    if (!manifest.ok()) {
+      c.problem = std::string(manifest.status().message());
+    } else {
+      c.manifest_ok = true;
+      c.manifest = *std::move(manifest);
+      for (const auto& f : c.manifest.files()) c.bytes += f.bytes();
+      if (c.manifest.id() != name) {
+        c.problem =
+            absl::StrFormat("%s/%s is of checkpoint %s", c.path, kManifestFile, c.manifest.id());
+      } else {
+        c.problem = MissingFiles(env, c.path, c.manifest);
+      }
+    }
+    out.push_back(std::move(c));
+  }
+  std::sort(out.begin(), out.end(), [](const CheckpointInfo& a, const CheckpointInfo& b) {
+    return a.iteration != b.iteration ? a.iteration < b.iteration : a.id < b.id;
+  });
+  return out;
 }
 
 absl::Status VerifyCheckpoint(Env& env, const std::string& path) {
-  return absl::UnimplementedError("VerifyCheckpoint");
+  auto manifest = ReadManifest(env, path);
+  if (!manifest.ok()) {
+    // A checkpoint without its manifest (or with a broken one) has lost data.
+    if (absl::IsNotFound(manifest.status()) && env.Exists(path)) {
+      return absl::DataLossError(manifest.status().message());
+    }
+    return manifest.status();
+  }
+  if (manifest->id() != BaseName(path)) {
+    return absl::DataLossError(
+        absl::StrFormat("%s/%s is of checkpoint %s", path, kManifestFile, manifest->id()));
+  }
+  for (const auto& file : manifest->files()) {
+    absl::Status s = VerifyStateFile(env, path, file);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ResolvedCheckpoint> ResolveCheckpoint(Env& env, const std::string& path) {
-  return absl::UnimplementedError("ResolveCheckpoint");
+  auto info = env.Stat(path);
+  if (!info.ok()) return info.status();
+  if (!info->is_dir) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s is not a checkpoint directory (not a directory)", path));
+  }
+  if (IsCheckpointPath(env, path)) {
+    absl::Status s = VerifyCheckpoint(env, path);
+    if (!s.ok()) return s;
+    ResolvedCheckpoint r;
+    r.path = path;
+    auto manifest = ReadManifest(env, path);
+    if (!manifest.ok()) return manifest.status();
+    r.manifest = *std::move(manifest);
+    r.id = r.manifest.id();
+    return r;
+  }
+  auto listed = ListCheckpoints(env, path);
+  if (!listed.ok()) return listed.status();
+  if (listed->empty()) {
+    return absl::NotFoundError(
+        absl::StrFormat("%s holds no checkpoint (no directory named like it-00000120)", path));
+  }
+  ResolvedCheckpoint r;
+  for (auto it = listed->rbegin(); it != listed->rend(); ++it) {
+    absl::Status s =
+        it->problem.empty() ? VerifyCheckpoint(env, it->path) : absl::DataLossError(it->problem);
+    if (!s.ok()) {
+      r.skipped.push_back(absl::StrFormat("%s: %s", it->id, s.message()));
+      continue;
+    }
+    r.path = it->path;
+    r.id = it->id;
+    r.manifest = it->manifest;
+    return r;
+  }
+  return absl::NotFoundError(
+      absl::StrFormat("%s holds no good checkpoint: %s", path, absl::StrJoin(r.skipped, "; ")));
 }
 
 }  // namespace herd::checkpoint

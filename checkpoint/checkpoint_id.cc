@@ -29,6 +29,8 @@ std::string CheckpointDirOf(std::string_view dir, std::string_view id) {
   return absl::StrFormat("%s/%s", dir, id);
 }
 
-std::string StateFileName(std::string_view process) { return absl::StrFormat("%s%s", process, kStateSuffix); }
+std::string StateFileName(std::string_view process) {
+  return absl::StrFormat("%s%s", process, kStateSuffix);
+}
 
 }  // namespace herd::checkpoint

@@ -26,8 +26,8 @@ bool MemoryStateSource::Has(std::string_view process, std::string_view name) con
                      [&](const Extent& e) { return e.name == name; });
 }
 
-absl::Status MemoryStateSource::Read(std::string_view process, std::string_view name,
-                                     int64_t total, int64_t offset, std::span<float> out) const {
+absl::Status MemoryStateSource::Read(std::string_view process, std::string_view name, int64_t total,
+                                     int64_t offset, std::span<float> out) const {
   const ProcessState* s = Find(process);
   if (s == nullptr || !Has(process, name)) {
     return absl::NotFoundError(absl::StrFormat("%s holds no state '%s'", process, name));
@@ -37,9 +37,9 @@ absl::Status MemoryStateSource::Read(std::string_view process, std::string_view 
   for (const Extent& e : s->extents) {
     if (e.name != name) continue;
     if (e.dtype != DType::kFloat32 || e.total != total) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "state '%s' of %s is %s of %d elements, expected fp32 of %d", name, process,
-          DTypeName(e.dtype), e.total, total));
+      return absl::FailedPreconditionError(
+          absl::StrFormat("state '%s' of %s is %s of %d elements, expected fp32 of %d", name,
+                          process, DTypeName(e.dtype), e.total, total));
     }
     const int64_t lo = std::max(offset, e.offset), hi = std::min(end, e.offset + e.count());
     if (lo >= hi) continue;
@@ -48,8 +48,9 @@ absl::Status MemoryStateSource::Read(std::string_view process, std::string_view 
     covered += hi - lo;
   }
   if (covered < end - offset) {
-    return absl::OutOfRangeError(absl::StrFormat(
-        "state '%s' of %s covers %d of the elements [%d, %d)", name, process, covered, offset, end));
+    return absl::OutOfRangeError(
+        absl::StrFormat("state '%s' of %s covers %d of the elements [%d, %d)", name, process,
+                        covered, offset, end));
   }
   return absl::OkStatus();
 }
@@ -76,8 +77,8 @@ absl::Status ReadReplicated(const StateSource& from, std::string_view name, int6
 namespace {
 
 // The mean of `name` over the old workers that hold it.
-absl::Status ReadMean(const StateSource& from, std::string_view name, int64_t total,
-                      int64_t offset, std::span<float> out) {
+absl::Status ReadMean(const StateSource& from, std::string_view name, int64_t total, int64_t offset,
+                      std::span<float> out) {
   std::vector<float> sum(out.size(), 0.0f), one(out.size());
   int holders = 0;
   for (int r = 0; r < from.workers(); ++r) {

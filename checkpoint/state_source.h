@@ -45,8 +45,8 @@ class MemoryStateSource final : public StateSource {
   MemoryStateSource(std::vector<ProcessState> states, int workers);
   int workers() const override { return workers_; }
   bool Has(std::string_view process, std::string_view name) const override;
-  absl::Status Read(std::string_view process, std::string_view name, int64_t total,
-                    int64_t offset, std::span<float> out) const override;
+  absl::Status Read(std::string_view process, std::string_view name, int64_t total, int64_t offset,
+                    std::span<float> out) const override;
   std::optional<std::string> Value(std::string_view process, std::string_view key) const override;
 
  private:
