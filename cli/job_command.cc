@@ -1,12 +1,15 @@
 // `herd job`: the operator's client of the scheduler. Subcommands submit, status, list,
-// set-mode, plan, cancel and delete, all with --scheduler ADDR (docs/scheduler.md, "Command line").
+// set-mode, plan, checkpoint, cancel and delete, all with --scheduler ADDR (docs/scheduler.md,
+// "Command line").
 
 #include <google/protobuf/util/json_util.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -125,6 +128,52 @@ void PrintPlan(const Plan& p) {
   }
 }
 
+// The checkpoint lines of `herd job status`: where the job resumed from, the one being taken,
+// the newest committed, the newest aborted and why.
+void PrintCheckpoints(const JobStatus& j) {
+  const auto& policy = j.spec().checkpoint();
+  if (!policy.dir().empty()) {
+    std::string every = policy.every_iterations() > 0
+                            ? absl::StrFormat("every %d iterations", policy.every_iterations())
+                        : policy.every_ms() > 0
+                            ? absl::StrFormat("every %g s", policy.every_ms() / 1e3)
+                            : std::string("on request");
+    std::printf("checkpoints into %s, %s, keep_last %d, keep_every %d; %lld committed\n",
+                policy.dir().c_str(), every.c_str(), policy.keep_last(), policy.keep_every(),
+                static_cast<long long>(j.checkpoints_committed()));
+  }
+  if (j.has_resumed()) {
+    std::printf("resumed   from %s at iteration %lld (taken in %s with %d workers, %d shards)\n",
+                j.resumed().path().c_str(), static_cast<long long>(j.resumed().iteration()),
+                j.resumed().mode().c_str(), j.resumed().workers(), j.resumed().shards());
+    for (const auto& why : j.resumed().skipped()) std::printf("  skipped %s\n", why.c_str());
+  }
+  if (!j.pending_checkpoint().id().empty()) {
+    const auto& c = j.pending_checkpoint();
+    std::printf("checkpoint %s at iteration %lld being taken (%s): %d of %d processes reported\n",
+                c.id().c_str(), static_cast<long long>(c.iteration()), c.trigger().c_str(),
+                c.files_size(), c.expected_size());
+  }
+  if (!j.last_checkpoint().id().empty()) {
+    const auto& c = j.last_checkpoint();
+    std::printf("last checkpoint %s/%s (iteration %lld, %lld bytes, %s)\n", c.dir().c_str(),
+                c.id().c_str(), static_cast<long long>(c.iteration()),
+                static_cast<long long>(c.bytes()), c.trigger().c_str());
+  }
+  if (!j.failed_checkpoint().id().empty()) {
+    const auto& c = j.failed_checkpoint();
+    std::printf("failed checkpoint %s (iteration %lld): %s\n", c.id().c_str(),
+                static_cast<long long>(c.iteration()), c.error().c_str());
+  }
+  if (j.state() == herd::v1::JOB_PREEMPTED) {
+    std::printf("preempted %s\n", j.preempt_reason().c_str());
+  }
+  if (!j.result().params_digest().empty()) {
+    std::printf("params digest %s (rank 0's final parameters)\n",
+                j.result().params_digest().c_str());
+  }
+}
+
 void PrintStatus(const JobStatus& j) {
   const auto& s = j.spec();
   std::printf("job       %s\n", s.name().c_str());
@@ -173,6 +222,7 @@ void PrintStatus(const JobStatus& j) {
   };
   table("workers", j.workers(), true);
   if (j.servers_size() > 0) table("servers", j.servers(), false);
+  PrintCheckpoints(j);
 }
 
 class JobCommand : public Command {
@@ -191,6 +241,15 @@ class JobCommand : public Command {
     };
     submit_ = common(app.add_subcommand("submit", "Submit a job from a YAML JobSpec file"));
     submit_->add_option("FILE", file_, "the YAML JobSpec (format: docs/scheduler.md)")->required();
+    submit_->add_option("--resume", resume_,
+                        "Resume from a checkpoint: DIR (its newest good one) or DIR/ID");
+    checkpoint_ = common(app.add_subcommand(
+        "checkpoint", "Checkpoint a job at the first iteration no worker has begun"));
+    checkpoint_->add_option("NAME", name_, "job name")->required();
+    checkpoint_->add_option("--dir", dir_, "Checkpoint directory (default: the JobSpec's)");
+    checkpoint_->add_flag("--wait", wait_, "Wait until it is committed (or aborted)");
+    checkpoint_->add_option("--wait-timeout", wait_timeout_s_, "Seconds --wait waits at most")
+        ->check(CLI::Range(1, 86400));
     status_ = common(app.add_subcommand("status", "Show a job: state, epoch, mode, processes"));
     status_->add_option("NAME", name_, "job name")->required();
     status_->add_flag("--json", json_, "Print the JobStatus message as JSON");
@@ -231,14 +290,23 @@ class JobCommand : public Command {
     if (submit_->parsed()) {
       auto spec = scheduler::LoadJobSpecFile(file_);
       if (!spec.ok()) return Fail(spec.status());
+      if (!resume_.empty()) spec->set_resume_from(resume_);
       auto job = c.SubmitJob(*spec);
       if (!job.ok()) return Fail(job.status());
       std::printf("submitted job %s: %s, %d workers, %d servers, %d tensors (epoch %llu)\n",
                   job->spec().name().c_str(), ModeText(job->spec().mode()).c_str(),
                   job->spec().workers(), job->spec().servers(), job->spec().tensors_size(),
                   static_cast<unsigned long long>(job->epoch()));
+      if (job->has_resumed()) {
+        std::printf("resuming from %s at iteration %lld\n", job->resumed().path().c_str(),
+                    static_cast<long long>(job->resumed().iteration()));
+        for (const auto& why : job->resumed().skipped()) {
+          std::printf("skipped %s\n", why.c_str());
+        }
+      }
       return kExitOk;
     }
+    if (checkpoint_->parsed()) return Checkpoint(c);
     if (status_->parsed()) {
       auto job = c.GetJob(name_);
       if (!job.ok()) return Fail(job.status());
@@ -322,8 +390,49 @@ class JobCommand : public Command {
     return kExitFailure;
   }
 
+  // `herd job checkpoint NAME [--wait]`: exit 0 once requested (with --wait: once committed).
+  int Checkpoint(scheduler::SchedulerClient& c) {
+    herd::v1::RequestCheckpointRequest req;
+    req.set_job(name_);
+    req.set_dir(dir_);
+    auto record = c.RequestCheckpoint(req);
+    if (!record.ok()) return Fail(record.status());
+    std::printf("job %s: checkpoint %s at iteration %lld into %s\n", name_.c_str(),
+                record->id().c_str(), static_cast<long long>(record->iteration()),
+                record->dir().c_str());
+    if (!wait_) return kExitOk;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(wait_timeout_s_);
+    for (;;) {
+      auto job = c.GetJob(name_);
+      if (!job.ok()) return Fail(job.status());
+      if (job->last_checkpoint().id() == record->id()) {
+        std::printf("committed %s/%s (%lld bytes)\n", job->last_checkpoint().dir().c_str(),
+                    record->id().c_str(), static_cast<long long>(job->last_checkpoint().bytes()));
+        return kExitOk;
+      }
+      if (job->failed_checkpoint().id() == record->id()) {
+        return Fail(absl::AbortedError(absl::StrFormat(
+            "checkpoint %s was aborted: %s", record->id(), job->failed_checkpoint().error())));
+      }
+      if (scheduler::IsTerminal(job->state()) && job->pending_checkpoint().id() != record->id()) {
+        return Fail(absl::FailedPreconditionError(
+            absl::StrFormat("job %s ended (%s) before checkpoint %s committed", name_,
+                            scheduler::JobStateName(job->state()), record->id())));
+      }
+      if (std::chrono::steady_clock::now() >= deadline) {
+        return Fail(absl::DeadlineExceededError(absl::StrFormat(
+            "checkpoint %s did not commit within %d s", record->id(), wait_timeout_s_)));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+
   scheduler::ClientOptions client_;
   std::string token_file_;
+  CLI::App* checkpoint_ = nullptr;
+  std::string resume_, dir_;
+  bool wait_ = false;
+  int wait_timeout_s_ = 600;
   CLI::App *submit_ = nullptr, *status_ = nullptr, *list_ = nullptr, *set_mode_ = nullptr,
            *plan_ = nullptr, *cancel_ = nullptr, *delete_ = nullptr;
   std::string file_, name_, reason_;
@@ -335,8 +444,8 @@ class JobCommand : public Command {
 };
 
 HERD_REGISTER_COMMAND(JobCommand, "job", 20,
-                      "Client of the scheduler: submit, status, list, set-mode, plan, cancel, "
-                      "delete");
+                      "Client of the scheduler: submit, status, list, set-mode, plan, checkpoint, "
+                      "cancel, delete");
 
 }  // namespace
 }  // namespace herd::cli

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -21,11 +22,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/time.h"
 #include "cli/command.h"
 #include "cli/local/progress.h"
-#include "common/child_processes.h"
 #include "cli/mode_options.h"
+#include "common/child_processes.h"
 #include "plan/modes.h"
+#include "scheduler/client/job_wait.h"
 #include "scheduler/client/scheduler_client.h"
 #include "scheduler/scheduler_core.h"
 #include "worker/torch/torch_trainable.h"
@@ -76,6 +79,23 @@ class LocalCommand final : public Command {
     app.add_option("--data-dir", data_dir_, "Directory of the Fashion-MNIST IDX files");
     app.add_option("--job", job_, "Name of the job")->capture_default_str();
     app.add_flag("--json", json_, "Print the summary as one JSON object");
+    app.add_option("--checkpoint-dir", checkpoint_dir_,
+                   "Write checkpoints into DIR (DIR/<id>, DIR/LATEST): see docs/checkpoint.md");
+    app.add_option("--checkpoint-every", checkpoint_every_,
+                   "Checkpoint every N iterations, or every duration (30s, 10m)");
+    app.add_option("--keep-last", keep_last_, "Keep the newest N checkpoints (0: all)")
+        ->check(CLI::Range(0, 1 << 20));
+    app.add_option("--keep-every", keep_every_,
+                   "Also keep every checkpoint whose iteration is a multiple of N")
+        ->check(CLI::Range(0, 1 << 30));
+    app.add_option("--resume", resume_,
+                   "Resume from a checkpoint: DIR (its newest good one) or DIR/ID");
+    app.add_option("--losses", losses_file_,
+                   "Write rank 0's loss of every iteration to FILE ('ITERATION LOSS' lines)");
+    app.add_option("--preempt-grace", preempt_grace_,
+                   "On SIGTERM with checkpoints: how long the job may take to checkpoint and "
+                   "stop (60s)")
+        ->capture_default_str();
   }
 
   int Run() override {
@@ -134,12 +154,44 @@ class LocalCommand final : public Command {
     spec.mutable_optimizer()->set_name(optimizer_);
     spec.mutable_optimizer()->set_learning_rate(lr_);
     spec.set_seed(seed_);
+    if (auto st = SetCheckpointPolicy(spec); !st.ok()) return st;
     auto* training = spec.mutable_training();
     training->set_model(model_);
     training->set_epochs(epochs_);
     training->set_batch_size(batch_size_);
     training->set_train_samples(train_samples_);
     return spec;
+  }
+
+  absl::Status SetCheckpointPolicy(herd::v1::JobSpec& spec) const {
+    auto* policy = spec.mutable_checkpoint();
+    if (!checkpoint_every_.empty() && checkpoint_dir_.empty()) {
+      return absl::InvalidArgumentError("--checkpoint-every needs --checkpoint-dir");
+    }
+    std::error_code ec;
+    if (!checkpoint_dir_.empty()) {
+      // Absolute: the processes run in other directories.
+      policy->set_dir(fs::absolute(checkpoint_dir_, ec).lexically_normal().string());
+    }
+    if (!checkpoint_every_.empty()) {
+      int64_t n = 0;
+      absl::Duration d;
+      if (absl::SimpleAtoi(checkpoint_every_, &n) && n >= 1) {
+        policy->set_every_iterations(n);
+      } else if (absl::ParseDuration(checkpoint_every_, &d) && d > absl::ZeroDuration()) {
+        policy->set_every_ms(absl::ToInt64Milliseconds(d));
+      } else {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "--checkpoint-every '%s': give a number of iterations >= 1 or a duration (30s)",
+            checkpoint_every_));
+      }
+    }
+    policy->set_keep_last(keep_last_);
+    policy->set_keep_every(keep_every_);
+    if (!resume_.empty()) {
+      spec.set_resume_from(fs::absolute(resume_, ec).lexically_normal().string());
+    }
+    return absl::OkStatus();
   }
 
   absl::Status PrepareStateDir() {
@@ -231,7 +283,8 @@ class LocalCommand final : public Command {
           name,
           {"server", "--scheduler", *address, "--job", job_, "--name", name, "--shard",
            std::to_string(s), "--state", Path(name + "-state"), "--listen", "127.0.0.1:0",
-           "--threads", std::to_string(2 * workers_ + 4), "--durability", "every-k:100"},
+           "--threads", std::to_string(2 * workers_ + 4), "--durability", "every-k:100",
+           "--preempt-grace", preempt_grace_},
           LogOf(name));
       if (!st.ok()) return Fail(st);
       shard_children_.push_back(name);
@@ -253,6 +306,12 @@ class LocalCommand final : public Command {
                                        "--fusion-threshold",
                                        std::to_string(fusion_kib_)};
       if (tune_fusion_) args.push_back("--tune-fusion");
+      if (w == 0 && !losses_file_.empty()) {
+        std::error_code ec;
+        args.insert(args.end(),
+                    {"--loss-file", fs::absolute(losses_file_, ec).lexically_normal().string()});
+      }
+      args.insert(args.end(), {"--preempt-grace", preempt_grace_});
       if (!timeline_dir_.empty()) args.insert(args.end(), {"--timeline", timeline_dir_});
       if (!data_dir_.empty()) args.insert(args.end(), {"--data-dir", data_dir_});
       auto st = children_.StartSelf(name, args, LogOf(name));
@@ -265,10 +324,32 @@ class LocalCommand final : public Command {
     int done = 0;
     const int processes = workers_ + static_cast<int>(shard_children_.size());
     auto last_poll = std::chrono::steady_clock::now() - 1s;
+    std::optional<std::chrono::steady_clock::time_point> preempting;
     while (done < processes) {
-      if (g_stop_signal != 0) {
+      // SIGTERM with checkpoints: the job saves a last one and every process stops by itself
+      // (within the grace); Ctrl-C, a second signal or a job without checkpoints stop at once.
+      if (g_stop_signal == SIGTERM && !preempting.has_value() && !checkpoint_dir_.empty()) {
+        g_stop_signal = 0;
+        herd::v1::RequestCheckpointRequest req;
+        req.set_job(job_);
+        req.set_preempt(true);
+        req.set_who("herd local got SIGTERM");
+        auto record = (*sched)->RequestCheckpoint(req);
+        if (record.ok()) {
+          preempting = std::chrono::steady_clock::now() + ParsedGrace();
+          std::fprintf(stderr, "herd local: SIGTERM: checkpoint %s at iteration %lld, then stop\n",
+                       record->id().c_str(), static_cast<long long>(record->iteration()));
+        } else {
+          g_stop_signal = SIGTERM;
+          std::fprintf(stderr, "herd local: SIGTERM: no checkpoint: %s\n",
+                       std::string(record.status().message()).c_str());
+        }
+      }
+      if (g_stop_signal != 0 ||
+          (preempting.has_value() && std::chrono::steady_clock::now() > *preempting)) {
         progress.Finish();
-        std::fprintf(stderr, "herd local: %s: stopping every process\n", strsignal(g_stop_signal));
+        std::fprintf(stderr, "herd local: %s: stopping every process\n",
+                     g_stop_signal != 0 ? strsignal(g_stop_signal) : "preemption grace over");
         children_.Stop();
         return 130;
       }
@@ -322,6 +403,19 @@ class LocalCommand final : public Command {
   int Summarize(scheduler::SchedulerClient& sched, std::chrono::steady_clock::time_point begin) {
     auto job = sched.GetJob(job_);
     if (!job.ok()) return Fail(job.status());
+    if (job->state() == herd::v1::JOB_PREEMPTED) {
+      const auto& c = job->last_checkpoint();
+      if (json_) {
+        std::printf(
+            "{\"job\":\"%s\",\"state\":\"PREEMPTED\",\"checkpoint\":\"%s/%s\","
+            "\"iteration\":%lld}\n",
+            job_.c_str(), c.dir().c_str(), c.id().c_str(), static_cast<long long>(c.iteration()));
+      } else {
+        std::printf("job %s preempted: %s\nresume with: herd local ... --resume %s\n", job_.c_str(),
+                    job->preempt_reason().c_str(), c.dir().c_str());
+      }
+      return kExitOk;
+    }
     if (job->state() != herd::v1::JOB_COMPLETED) {
       return Fail(absl::InternalError(
           absl::StrFormat("every process exited, but the scheduler has job %s %s", job_,
@@ -336,11 +430,18 @@ class LocalCommand final : public Command {
           "{\"job\":\"%s\",\"mode\":\"%s\",\"modes\":\"%s\",\"model\":\"%s\","
           "\"workers\":%d,\"servers\":%d,\"epochs\":%d,\"iterations\":%lld,"
           "\"test_accuracy\":%.4f,\"final_loss\":%.4f,\"samples_per_second\":%.1f,"
-          "\"train_seconds\":%.2f,\"exposed_comm_seconds\":%.3f,\"wall_seconds\":%.2f}\n",
+          "\"train_seconds\":%.2f,\"exposed_comm_seconds\":%.3f,\"wall_seconds\":%.2f,"
+          "\"params_digest\":\"%s\",\"start_iteration\":%lld,\"checkpoints\":%lld,"
+          "\"last_checkpoint\":\"%s\"}\n",
           job_.c_str(), mode_.c_str(), modes.c_str(), model_.c_str(), workers_,
           job->spec().servers(), epochs_, static_cast<long long>(r.iterations()), r.test_accuracy(),
-          r.final_loss(), r.samples_per_second(), r.train_seconds(), r.exposed_comm_seconds(),
-          wall);
+          r.final_loss(), r.samples_per_second(), r.train_seconds(), r.exposed_comm_seconds(), wall,
+          r.params_digest().c_str(),
+          static_cast<long long>(job->has_resumed() ? job->resumed().iteration() : 0),
+          static_cast<long long>(job->checkpoints_committed()),
+          job->last_checkpoint().id().empty()
+              ? ""
+              : (job->last_checkpoint().dir() + "/" + job->last_checkpoint().id()).c_str());
       return kExitOk;
     }
     std::printf("job %s: %s, %d worker(s), %d epoch(s), %lld iterations: %s\n", job_.c_str(),
@@ -394,6 +495,13 @@ class LocalCommand final : public Command {
   std::string data_dir_;
   std::string job_ = "local";
   bool json_ = false;
+  std::string checkpoint_dir_, checkpoint_every_, resume_, losses_file_;
+  int keep_last_ = 0, keep_every_ = 0;
+  std::string preempt_grace_ = "60s";
+  std::chrono::milliseconds ParsedGrace() const {
+    auto g = scheduler::ParseDurationFlag(preempt_grace_);
+    return g.ok() ? *g : std::chrono::milliseconds(60000);
+  }
   std::vector<std::string> shard_children_;  // the shards' child names
   ChildProcesses children_;
 };

@@ -80,6 +80,11 @@ class ServerCommand : public Command {
                    "How long to wait for the job to be submitted (300, 90s, 5m)")
         ->envname("HERD_WAIT_FOR_JOB")
         ->capture_default_str();
+    app.add_option("--preempt-grace", preempt_grace_,
+                   "SIGTERM while the job runs: how long the job may take to checkpoint and "
+                   "stop before this shard exits anyway (60s)")
+        ->envname("HERD_PREEMPT_GRACE")
+        ->capture_default_str();
   }
 
   int Run() override {
@@ -89,6 +94,9 @@ class ServerCommand : public Command {
     auto wait = scheduler::ParseDurationFlag(wait_for_job_);
     if (!wait.ok()) return Usage(wait.status());
     options_.wait_for_job = *wait;
+    auto grace = scheduler::ParseDurationFlag(preempt_grace_);
+    if (!grace.ok()) return Usage(grace.status());
+    options_.preempt_grace = *grace;
     options_.register_timeout = std::chrono::seconds(register_timeout_s_);
     if (!token_file_.empty()) {
       auto token = rpc::ReadTokenFile(token_file_);
@@ -120,6 +128,7 @@ class ServerCommand : public Command {
   std::string durability_ = "every-round";
   std::string token_file_;
   std::string wait_for_job_ = "5m";
+  std::string preempt_grace_ = "60s";
   int register_timeout_s_ = 60;
 };
 

@@ -4,7 +4,10 @@
 // job for every other process, or the job's: cancelled, or failed elsewhere). Every flag has an
 // environment twin (HERD_SCHEDULER, HERD_JOB, ...) so pods configure themselves.
 
+#include <signal.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <thread>
 
@@ -19,6 +22,8 @@
 
 namespace herd::cli {
 namespace {
+
+std::atomic<bool> g_sigterm{false};  // set by the SIGTERM handler, read by the session
 
 class WorkerCommand final : public Command {
  public:
@@ -69,6 +74,13 @@ class WorkerCommand final : public Command {
                  "dear: tune the fusion threshold online (Bayesian optimisation)");
     app.add_option("--tune-trials", s.fusion.tune_trials, "Trials of the fusion tuner")
         ->check(CLI::Range(1, 1000));
+    app.add_option("--loss-file", options_.loss_file,
+                   "Append 'ITERATION LOSS' of every iteration to this file");
+    app.add_option("--preempt-grace", preempt_grace_,
+                   "SIGTERM: the job checkpoints and stops; how long that may take before the "
+                   "worker gives up (60s)")
+        ->envname("HERD_PREEMPT_GRACE")
+        ->capture_default_str();
     app.add_option("--token-file", token_file_, "Bearer token for the scheduler and shards")
         ->envname("HERD_TOKEN_FILE");
     app.add_flag("--scheduler-tls", s.scheduler.tls, "Connect to the scheduler with TLS")
@@ -87,6 +99,14 @@ class WorkerCommand final : public Command {
     auto wait = scheduler::ParseDurationFlag(wait_for_job_);
     if (!wait.ok()) return Fail(wait.status());
     s.wait_for_job = *wait;
+    auto grace = scheduler::ParseDurationFlag(preempt_grace_);
+    if (!grace.ok()) return Fail(grace.status());
+    s.preempt_grace = *grace;
+    // SIGTERM is a preemption: the session asks for a last checkpoint and stops at it.
+    struct sigaction sa = {};
+    sa.sa_handler = [](int) { g_sigterm.store(true); };
+    sigaction(SIGTERM, &sa, nullptr);
+    s.stop_requested = &g_sigterm;
     auto backend = transport::ParseBackend(transport_);
     if (!backend.ok()) return Fail(backend.status());
     s.transport = *backend;
@@ -122,6 +142,11 @@ class WorkerCommand final : public Command {
     };
     auto result = worker::RunWorker(options_, factory);
     if (!result.ok()) return Fail(result.status());
+    if (auto at = result->metrics().find("preempted_at_iteration"); at != result->metrics().end()) {
+      Log().info("worker: preempted: the job stopped at its checkpoint before iteration {}",
+                 static_cast<int64_t>(at->second));
+      return kExitOk;
+    }
     Log().info("worker: done: {} iterations, final loss {:.4f}", result->iterations(),
                result->final_loss());
     return kExitOk;
@@ -143,6 +168,7 @@ class WorkerCommand final : public Command {
   int start_timeout_s_ = 120;
   int fusion_kib_ = 4096;
   std::string token_file_;
+  std::string preempt_grace_ = "60s";
 };
 
 HERD_REGISTER_COMMAND(WorkerCommand, "worker", 40,

@@ -249,6 +249,26 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& in) {
                         training->train_samples()));
   }
 
+  const auto& ckpt = in.checkpoint();
+  if (ckpt.every_iterations() < 0 || ckpt.every_ms() < 0 || ckpt.keep_last() < 0 ||
+      ckpt.keep_every() < 0 || ckpt.timeout_ms() < 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "job '%s': checkpoint every, keep_last, keep_every and timeout must be >= 0", in.name()));
+  }
+  if (ckpt.dir().empty() && (ckpt.every_iterations() > 0 || ckpt.every_ms() > 0)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "job '%s': checkpoint 'every' needs a 'dir' to write the checkpoints to", in.name()));
+  }
+  if (ckpt.every_iterations() > 0 && ckpt.every_ms() > 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "job '%s': checkpoint 'every' is a number of iterations or a duration, not both",
+        in.name()));
+  }
+  if (ckpt.dir().size() > 4096 || in.resume_from().size() > 4096) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "job '%s': checkpoint and resume paths have at most 4096 bytes", in.name()));
+  }
+
   if (!in.has_mode() || in.mode().mode().empty()) {
     return absl::InvalidArgumentError(
         absl::StrFormat("job '%s' has no mode; known modes: %s", in.name(), plan::ModeNameList()));

@@ -43,6 +43,19 @@ Plan BuildPlan(const JobStatus& job, int64_t iteration) {
   if (job.state() == herd::v1::JOB_FAILED) {
     plan.set_end_reason(absl::StrFormat("%s: %s", job.failed_process(), job.failure_reason()));
   }
+  if (job.state() == herd::v1::JOB_PREEMPTED) plan.set_end_reason(job.preempt_reason());
+  // The pending checkpoint, for every iteration up to its cut: a worker about to begin the cut
+  // saves first.
+  plan.set_checkpoint_iteration(-1);
+  const auto& pending = job.pending_checkpoint();
+  if (!pending.id().empty() && pending.iteration() >= iteration) {
+    plan.set_checkpoint_iteration(pending.iteration());
+    plan.set_checkpoint_id(pending.id());
+    plan.set_checkpoint_dir(pending.dir());
+    plan.set_stop_at_checkpoint(pending.preempt());
+  }
+  plan.set_start_iteration(job.has_resumed() ? job.resumed().iteration() : 0);
+  if (job.has_resumed()) plan.set_resume_from(job.resumed().path());
   const auto& mode = ModeAt(job, iteration);
   *plan.mutable_mode() = mode;
 

@@ -26,6 +26,9 @@ std::string EndReasonSuffix(const JobStatus& s) {
   if (s.state() == herd::v1::JOB_FAILED && !s.failure_reason().empty()) {
     return ": " + s.failure_reason();
   }
+  if (s.state() == herd::v1::JOB_PREEMPTED && !s.preempt_reason().empty()) {
+    return ": " + s.preempt_reason();
+  }
   return "";
 }
 
@@ -43,6 +46,8 @@ std::string_view JobStateName(JobState state) {
       return "FAILED";
     case herd::v1::JOB_CANCELLED:
       return "CANCELLED";
+    case herd::v1::JOB_PREEMPTED:
+      return "PREEMPTED";
     default:
       return "UNSPECIFIED";
   }
@@ -50,7 +55,7 @@ std::string_view JobStateName(JobState state) {
 
 bool IsTerminal(JobState state) {
   return state == herd::v1::JOB_COMPLETED || state == herd::v1::JOB_FAILED ||
-         state == herd::v1::JOB_CANCELLED;
+         state == herd::v1::JOB_CANCELLED || state == herd::v1::JOB_PREEMPTED;
 }
 
 std::string DescribeMember(herd::v1::Role role, const herd::v1::Member& m) {
@@ -127,6 +132,7 @@ void SchedulerCore::DetectorLoop() {
     if (shutdown_) break;
     lock.unlock();
     DetectFailures();
+    ExpireCheckpoints();
     lock.lock();
   }
 }
@@ -241,6 +247,10 @@ absl::Status SchedulerCore::Commit(Job& job, JobStatus next, uint64_t next_node_
 
 absl::StatusOr<JobStatus> SchedulerCore::SubmitJob(const herd::v1::JobSpec& in) {
   HERD_ASSIGN_OR_RETURN(herd::v1::JobSpec spec, NormalizeJobSpec(in));
+  // The checkpoint to resume from is read before the lock: it touches the disk.
+  JobStatus resume;
+  *resume.mutable_spec() = spec;
+  HERD_RETURN_IF_ERROR(ResolveResume(resume));
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = jobs_.find(spec.name()); it != jobs_.end()) {
     return absl::AlreadyExistsError(
@@ -258,11 +268,21 @@ absl::StatusOr<JobStatus> SchedulerCore::SubmitJob(const herd::v1::JobSpec& in) 
   status.set_submitted_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
                                    .count());
+  // A resumed job begins at its checkpoint's iteration: as if every earlier one had run.
+  const int64_t start = resume.has_resumed() ? resume.resumed().iteration() : 0;
+  if (resume.has_resumed()) {
+    *status.mutable_resumed() = resume.resumed();
+    status.set_epoch_start_iteration(start);
+    status.set_completed_iteration(start - 1);
+    status.set_issued_iteration(start - 1);
+    status.set_epoch_reason(absl::StrFormat("submitted, resuming from %s at iteration %d",
+                                            resume.resumed().path(), start));
+  }
   for (int r = 0; r < spec.workers(); ++r) {
     status.add_workers()->set_rank(r);
     auto* p = status.add_progress();
     p->set_rank(r);
-    p->set_iteration(-1);
+    p->set_iteration(start - 1);
   }
   for (int s = 0; s < spec.servers(); ++s) status.add_servers()->set_rank(s);
   auto* first = status.add_schedule();

@@ -95,6 +95,20 @@ class SchedulerCore {
   absl::StatusOr<std::string> StoreGet(std::string_view job, std::string_view key,
                                        Deadline deadline);
 
+  // Checkpoints (checkpoints.cc). RequestCheckpoint schedules one at the cut, the first
+  // iteration no worker has begun (a pending one whose cut no worker has begun is answered
+  // instead); ReportCheckpoint takes one process's file and, with the last one, commits the
+  // checkpoint (checkpoint::Commit, outside the lock) and applies the retention policy. An
+  // error report, a process that dies or the policy's timeout aborts the checkpoint; training
+  // goes on and the reason is in JobStatus.failed_checkpoint.
+  absl::StatusOr<herd::v1::CheckpointRecord> RequestCheckpoint(
+      const herd::v1::RequestCheckpointRequest& req);
+  absl::StatusOr<herd::v1::ReportCheckpointResponse> ReportCheckpoint(
+      const herd::v1::ReportCheckpointRequest& req);
+  // One pass over the pending checkpoints: aborts those past their timeout or missing a
+  // process that died (the failure detector's thread runs it).
+  void ExpireCheckpoints();
+
   std::chrono::milliseconds heartbeat_timeout() const { return options_.heartbeat_timeout; }
 
  private:
@@ -113,6 +127,7 @@ class SchedulerCore {
     std::vector<Clock::time_point> worker_seen, server_seen;  // last heartbeat, by slot
     std::map<std::string, BarrierState> barriers;             // by name (current epoch)
     std::map<std::string, std::string> kv;                    // bootstrap store
+    bool committing = false;  // a checkpoint's files are being committed (outside the lock)
   };
 
   explicit SchedulerCore(SchedulerOptions options);
@@ -143,6 +158,21 @@ class SchedulerCore {
   // epoch changed, clears the barriers; wakes every waiter.
   absl::Status Commit(Job& job, herd::v1::JobStatus next, uint64_t next_node_id, bool sync)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Checkpoints (checkpoints.cc).
+  // Starts checkpoint `cut` on `next` and announces it to the shards (a store key); the caller
+  // commits `next`.
+  absl::Status StartCheckpoint(Job& job, herd::v1::JobStatus& next, int64_t cut, std::string dir,
+                               std::string trigger, bool preempt)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The JobSpec's policy asks for a checkpoint at `iteration`, whose plan a worker is the first
+  // to fetch (so no worker has begun it: a valid cut).
+  bool PolicyWantsCheckpoint(const herd::v1::JobStatus& status, int64_t iteration) const;
+  // Moves the pending checkpoint of `next` to failed_checkpoint with `why` (a preempted job
+  // still ends).
+  static void AbortCheckpoint(herd::v1::JobStatus& next, std::string why);
+  // Resolves JobSpec.resume_from into `status` (outside the lock: it reads the directory).
+  static absl::Status ResolveResume(herd::v1::JobStatus& status);
+
   // Waits on changed_ until notified or the deadline, in slices of at most a second (an
   // infinite deadline must not overflow the clock arithmetic of wait_until).
   void WaitChanged(std::unique_lock<std::mutex>& lock, Deadline deadline);

@@ -114,6 +114,17 @@ class SchedulerService final : public herd::v1::Scheduler::Service {
     return Answer(
         ctx, [&] { return core_->ReportIteration(*req); }, resp);
   }
+  grpc::Status RequestCheckpoint(ServerContext* ctx,
+                                 const herd::v1::RequestCheckpointRequest* req,
+                                 herd::v1::CheckpointRecord* resp) override {
+    return Answer(
+        ctx, [&] { return core_->RequestCheckpoint(*req); }, resp);
+  }
+  grpc::Status ReportCheckpoint(ServerContext* ctx, const herd::v1::ReportCheckpointRequest* req,
+                                herd::v1::ReportCheckpointResponse* resp) override {
+    return Answer(
+        ctx, [&] { return core_->ReportCheckpoint(*req); }, resp);
+  }
   grpc::Status StoreSet(ServerContext* ctx, const herd::v1::StoreSetRequest* req,
                         herd::v1::StoreSetResponse*) override {
     if (auto st = Authenticate(ctx); !st.ok()) return st;

@@ -51,7 +51,17 @@ absl::StatusOr<herd::v1::Plan> SchedulerCore::GetPlan(const herd::v1::GetPlanReq
     if (ref.role == herd::v1::ROLE_WORKER && req.iteration() > job->status.issued_iteration()) {
       herd::v1::JobStatus next = job->status;
       next.set_issued_iteration(req.iteration());
-      HERD_RETURN_IF_ERROR(Commit(*job, std::move(next), next_node_id_, /*sync=*/false));
+      // No worker has begun this iteration yet, so it can be the cut of a checkpoint the
+      // JobSpec's policy asks for; its plan (this one) names it.
+      bool sync = false;
+      if (job->status.state() == herd::v1::JOB_RUNNING &&
+          PolicyWantsCheckpoint(job->status, req.iteration())) {
+        HERD_RETURN_IF_ERROR(StartCheckpoint(*job, next, req.iteration(),
+                                             next.spec().checkpoint().dir(), "policy",
+                                             /*preempt=*/false));
+        sync = true;
+      }
+      HERD_RETURN_IF_ERROR(Commit(*job, std::move(next), next_node_id_, sync));
     }
   }
   return BuildPlan(job->status, req.iteration());

@@ -13,12 +13,15 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "checkpoint/env.h"
+#include "checkpoint/reader.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "plan/modes.h"
 #include "scheduler/client/heartbeat_loop.h"
 #include "scheduler/client/job_wait.h"
 #include "server/engine.h"
+#include "server/shard_checkpoints.h"
 #include "server/state/shard_store.h"
 
 namespace herd::server {
@@ -38,7 +41,8 @@ bool IsPsMode(const std::string& mode) {
 }
 
 bool Ended(JobState s) {
-  return s == herd::v1::JOB_COMPLETED || s == herd::v1::JOB_FAILED || s == herd::v1::JOB_CANCELLED;
+  return s == herd::v1::JOB_COMPLETED || s == herd::v1::JOB_FAILED ||
+         s == herd::v1::JOB_CANCELLED || s == herd::v1::JOB_PREEMPTED;
 }
 
 // The parameter-server mode this shard serves: the mode of the job's plan when it is one,
@@ -67,6 +71,8 @@ class ShardProcess {
     HERD_ASSIGN_OR_RETURN(listener_, ShardServer::Start(o_.service));
     HERD_ASSIGN_OR_RETURN(sched_, scheduler::SchedulerClient::Connect(o_.scheduler));
     absl::Status st = Serve();
+    // Checkpoint files in flight are finished and reported first (a preempted job's last one).
+    checkpoints_.reset();
     // Serving stops first, so nothing is acknowledged after the final write.
     listener_->Shutdown();
     watching_.store(false);
@@ -90,6 +96,12 @@ class ShardProcess {
     HERD_ASSIGN_OR_RETURN(herd::v1::RegisterNodeResponse reg, Register());
     shard_ = reg.rank();
     heartbeats_ = std::make_unique<scheduler::HeartbeatLoop>(*sched_, o_.job, reg, "server");
+    // The checkpoints announced from now on (and the one pending, which expects this shard).
+    HERD_ASSIGN_OR_RETURN(job, sched_->GetJob(o_.job));
+    const int64_t first =
+        job.checkpoints_requested() - (job.pending_checkpoint().id().empty() ? 0 : 1);
+    checkpoints_ = std::make_unique<ShardCheckpoints>(
+        *sched_, o_.job, reg.node_id(), shard_, [this] { return engine_ptr_.load(); }, first);
 
     // Follow the plan from now on; each new epoch may start the engine, move ps_async's
     // staleness bound, or end the job.
@@ -105,16 +117,44 @@ class ShardProcess {
     sigaddset(&stop, SIGINT);
     sigaddset(&stop, SIGTERM);
     const timespec slice = {0, 200 * 1000 * 1000};
+    std::optional<Deadline> preempting;
     for (;;) {
       const int sig = sigtimedwait(&stop, nullptr, &slice);
       if (sig > 0) {
+        // SIGTERM of a running job with checkpoints: preemption. The job saves a last
+        // checkpoint and stops; this shard serves until then (within the grace). Another
+        // signal, or a job that cannot checkpoint, stops it at once.
+        if (sig == SIGTERM && !preempting.has_value() && Preempt()) {
+          preempting = Deadline::After(o_.preempt_grace);
+          continue;
+        }
         Log().info("server: signal {}, shutting down", sig);
         return absl::OkStatus();
+      }
+      if (preempting.has_value() && preempting->expired()) {
+        return absl::DeadlineExceededError(
+            "the job did not stop within the preemption grace after SIGTERM");
       }
       std::lock_guard<std::mutex> lock(mu_);
       if (!outcome_.has_value()) continue;
       return *outcome_;
     }
+  }
+
+  // Asks the scheduler for the preemption checkpoint; false when the job cannot take one.
+  bool Preempt() {
+    herd::v1::RequestCheckpointRequest req;
+    req.set_job(o_.job);
+    req.set_preempt(true);
+    req.set_who(absl::StrFormat("server '%s' (shard %d) got SIGTERM", o_.name, shard_));
+    auto record = sched_->RequestCheckpoint(req);
+    if (!record.ok()) {
+      Log().warn("server: SIGTERM: no checkpoint before stopping: {}", record.status().ToString());
+      return false;
+    }
+    Log().info("server: SIGTERM: the job stops after checkpoint {} (iteration {})", record->id(),
+               record->iteration());
+    return true;
   }
 
   void Watch() {
@@ -190,8 +230,18 @@ class ShardProcess {
     auto engine = Engine::Create(config, store_.get());
     HERD_ASSIGN_OR_RETURN(std::vector<KeyRecord> records, store_->Load(o_.job));
     for (const auto& r : records) HERD_RETURN_IF_ERROR(engine->Restore(r));
+    // A resumed job's shard starts from the checkpoint (re-mapped to this shard map); a shard
+    // restarted later in that job has its own state and keeps it.
+    if (records.empty() && !plan.resume_from().empty()) {
+      HERD_ASSIGN_OR_RETURN(auto reader,
+                            checkpoint::OpenCheckpoint(checkpoint::PosixEnv(), plan.resume_from()));
+      HERD_RETURN_IF_ERROR(engine->ImportState(*reader));
+      HERD_RETURN_IF_ERROR(engine->WriteAll().status());
+      Log().info("server: shard {} imported its keys from {}", shard_, plan.resume_from());
+    }
     durability_ = config.durability;
     engine_ = std::move(engine);
+    engine_ptr_.store(engine_.get());
     listener_->SetEngine(engine_.get());
     Log().info("server: shard {} of job '{}' ({}, {}): {} keys, {} recovered from {}", shard_,
                o_.job, ModeName(config.mode), DurabilityName(config.durability),
@@ -309,6 +359,8 @@ class ShardProcess {
   int shard_ = -1;
   // Touched by the watcher thread only, until it is joined.
   std::unique_ptr<Engine> engine_;
+  std::atomic<Engine*> engine_ptr_{nullptr};  // engine_, for the checkpoint thread
+  std::unique_ptr<ShardCheckpoints> checkpoints_;
   Durability durability_;
   bool standing_by_ = false;
   bool port_written_ = false;
@@ -321,7 +373,7 @@ class ShardProcess {
 }  // namespace
 
 absl::Status RunShard(ShardOptions options) {
-  ShardProcess process(std::move(options));
+  class ShardProcess process(std::move(options));  // the class, not server::ShardProcess()
   return process.Run();
 }
 

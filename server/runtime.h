@@ -9,9 +9,13 @@
 //          while the job runs a collective mode the shard stands by (calls are UNAVAILABLE)
 //          and starts serving when a ps_* mode is scheduled
 //   follow the plan: live workers bound ps_async's staleness
-//   exit when the job ends (0 when it COMPLETED, 1 with the reason otherwise), or on
-//          SIGINT/SIGTERM (0): serving stops first, then the final write of what the
-//          durability policy has not written yet.
+//   checkpoints: at each one the scheduler announces, the engine's state once every worker
+//          is at the cut (server/shard_checkpoints.h); a resumed job's shard imports its keys
+//          from the checkpoint when its own state holds none
+//   exit when the job ends (0 when it COMPLETED or was PREEMPTED, 1 with the reason
+//          otherwise), or on SIGINT (0): serving stops first, then the final write of what the
+//          durability policy has not written yet. SIGTERM is a preemption: the job saves a
+//          last checkpoint and stops (a second signal, or a job without checkpoints: at once).
 
 #include <chrono>
 #include <string>
@@ -36,6 +40,9 @@ struct ShardOptions {
   std::chrono::milliseconds register_timeout{std::chrono::seconds(60)};
   std::chrono::milliseconds wait_for_job{std::chrono::minutes(5)};
   std::chrono::milliseconds start_timeout{std::chrono::minutes(5)};  // the job to run
+  // SIGTERM while the job runs: the job checkpoints and stops (preemption); the shard serves
+  // until it has, at most this long.
+  std::chrono::milliseconds preempt_grace{std::chrono::seconds(60)};
 };
 
 // Runs the shard until its job ends or a stop signal arrives. SIGINT and SIGTERM must be

@@ -17,7 +17,8 @@ using Seconds = std::chrono::duration<double>;
 
 // The training of one worker, once its session has joined the job.
 absl::StatusOr<herd::v1::TrainingResult> Train(Session& session,
-                                               const TrainableFactory& make_trainable) {
+                                               const TrainableFactory& make_trainable,
+                                               const std::string& loss_file) {
   const int rank = session.rank();
   const int world = session.world_size();
   HERD_ASSIGN_OR_RETURN(std::unique_ptr<Trainable> model,
@@ -25,16 +26,29 @@ absl::StatusOr<herd::v1::TrainingResult> Train(Session& session,
   const auto& training = session.spec().training();
   const int64_t samples_total = model->TrainSamples();
   const int batch = training.batch_size();
-  DataPosition at;
-  const int64_t total = IterationsLeft(at, samples_total, world, batch, training.epochs());
+  // A resumed job continues at its checkpoint's iteration and data position (global, so it
+  // holds at another worker count too).
+  const int64_t first = session.start_iteration();
+  DataPosition at = session.start_position();
+  const int64_t total = first + IterationsLeft(at, samples_total, world, batch, training.epochs());
   HERD_RETURN_IF_ERROR(session.Attach(model->tensors(), model->Layout(), total));
   model->set_timeline(&session.timeline());
 
   herd::v1::TrainingResult result;
   const auto begin = std::chrono::steady_clock::now();
   int64_t samples = 0;
-  for (int64_t it = 0; it < total; ++it) {
-    HERD_ASSIGN_OR_RETURN(Executor * executor, session.BeginIteration(it));
+  for (int64_t it = first; it < total; ++it) {
+    session.SetDataPosition(at);
+    absl::StatusOr<Executor*> begun = session.BeginIteration(it);
+    if (!begun.ok() && session.preempted()) {
+      // Stopped at the preemption checkpoint: nothing failed, `--resume` continues from it.
+      HERD_RETURN_IF_ERROR(session.timeline().Write());
+      result.set_iterations(it - first);
+      result.set_test_accuracy(-1);
+      (*result.mutable_metrics())["preempted_at_iteration"] = static_cast<double>(it);
+      return result;
+    }
+    HERD_ASSIGN_OR_RETURN(Executor * executor, std::move(begun));
     absl::StatusOr<StepStats> step;
     {
       Timeline::Span span(&session.timeline(), absl::StrFormat("iteration %d", it),
@@ -43,13 +57,17 @@ absl::StatusOr<herd::v1::TrainingResult> Train(Session& session,
     }
     if (!step.ok()) return session.Diagnose(step.status());
     HERD_RETURN_IF_ERROR(session.EndIteration(*step));
+    if (!loss_file.empty()) {
+      // %a: the exact float, so two runs' losses compare bit for bit.
+      std::ofstream(loss_file, std::ios::app) << absl::StrFormat("%d %a\n", it, step->loss);
+    }
     samples += step->samples;
     result.set_final_loss(step->loss);
     at = Advance(at, samples_total, world, batch);
   }
   HERD_RETURN_IF_ERROR(session.Flush());
   const double seconds = Seconds(std::chrono::steady_clock::now() - begin).count();
-  result.set_iterations(total);
+  result.set_iterations(total - first);
   result.set_train_seconds(seconds);
   result.set_samples_per_second(seconds > 0 ? static_cast<double>(samples) * world / seconds : 0);
   result.set_exposed_comm_seconds(session.exposed_comm_seconds());
@@ -88,7 +106,8 @@ absl::Status WriteResultFile(const std::string& path, const herd::v1::TrainingRe
 absl::StatusOr<herd::v1::TrainingResult> RunWorker(const WorkerOptions& options,
                                                    const TrainableFactory& make_trainable) {
   HERD_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Join(options.session));
-  absl::StatusOr<herd::v1::TrainingResult> result = Train(*session, make_trainable);
+  absl::StatusOr<herd::v1::TrainingResult> result =
+      Train(*session, make_trainable, options.loss_file);
   if (!result.ok()) {
     // What the failed worker did up to its failure is worth keeping.
     if (auto st = session->timeline().Write(); !st.ok()) Log().warn("{}", st.ToString());

@@ -27,6 +27,7 @@ namespace herd::worker {
 struct WorkerOptions {
   SessionOptions session;
   std::string result_file;  // write this worker's TrainingResult there (JSON) when set
+  std::string loss_file;    // append "ITERATION LOSS" of every iteration there when set
 };
 
 // What the runtime knows when it asks for the model.

@@ -26,7 +26,7 @@ std::string DefaultName() {
 
 bool Ended(herd::v1::JobState state) {
   return state == herd::v1::JOB_COMPLETED || state == herd::v1::JOB_FAILED ||
-         state == herd::v1::JOB_CANCELLED;
+         state == herd::v1::JOB_CANCELLED || state == herd::v1::JOB_PREEMPTED;
 }
 
 // What the job's JobStatus says about its ending, as a plan would carry it.
@@ -81,6 +81,7 @@ absl::Status Session::Register() {
   HERD_ASSIGN_OR_RETURN(registered_, client_->RegisterNode(reg));
   rank_ = registered_.rank();
   spec_ = job.spec();
+  HERD_RETURN_IF_ERROR(OpenResume(job));
   store_ = MakeSchedulerStore(client_, options_.job);
   if (!options_.timeline_dir.empty()) {
     timeline_ = std::make_unique<Timeline>(
@@ -89,7 +90,11 @@ absl::Status Session::Register() {
   heartbeats_ = std::make_unique<scheduler::HeartbeatLoop>(
       *client_, options_.job, registered_, absl::StrFormat("worker %d", rank_),
       [this](const herd::v1::HeartbeatResponse& answer) {
-        if (!Ended(answer.job_state()) || answer.job_state() == herd::v1::JOB_COMPLETED) return;
+        MaybeRequestPreemption();  // a worker blocked in a collective still asks
+        if (!Ended(answer.job_state()) || answer.job_state() == herd::v1::JOB_COMPLETED ||
+            answer.job_state() == herd::v1::JOB_PREEMPTED) {
+          return;
+        }
         // The reason is in the job's status; fetching it here keeps the heartbeat small.
         auto status = client_->GetJob(options_.job);
         NoteJobEnded(answer.job_state(), status.ok() ? EndReason(*status) : "");
@@ -109,11 +114,14 @@ absl::Status Session::Attach(std::vector<ModelTensor> tensors,
   herd::v1::DeclareModelRequest req;
   req.set_job(options_.job);
   req.set_node_id(registered_.node_id());
-  for (auto& t : layout) *req.add_tensors() = std::move(t);
+  for (const auto& t : layout) *req.add_tensors() = t;
   req.set_planned_iterations(planned_iterations);
   HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus status, client_->DeclareModel(req));
   spec_ = status.spec();
   tensors_ = std::move(tensors);
+  // A resumed job starts from its checkpoint's parameters (the executor's state follows when
+  // the first executor is built).
+  HERD_RETURN_IF_ERROR(ImportResumedParameters(layout));
   return WaitRunning();
 }
 
@@ -164,11 +172,30 @@ absl::StatusOr<Executor*> Session::BeginIteration(int64_t iteration) {
   if (!plan.ok()) return Explain(plan.status());
   if (Ended(plan->job_state())) {
     NoteJobEnded(plan->job_state(), plan->end_reason());
+    if (plan->job_state() == herd::v1::JOB_PREEMPTED) {
+      preempted_ = true;
+      return absl::CancelledError(
+          absl::StrFormat("job '%s' was preempted: %s", options_.job, plan->end_reason()));
+    }
     if (plan->job_state() == herd::v1::JOB_COMPLETED) {
       return absl::FailedPreconditionError(absl::StrFormat(
           "job '%s' completed before this worker's iteration %d", options_.job, iteration));
     }
     return job_outcome();
+  }
+  MaybeRequestPreemption();
+  if (preemption_asked_.load() && std::chrono::steady_clock::now() > preempt_deadline_) {
+    return absl::DeadlineExceededError(absl::StrFormat(
+        "worker %d: the job did not stop within the preemption grace after SIGTERM", rank_));
+  }
+  // The cut of a checkpoint: the state before this iteration is saved first (by the executor
+  // of the previous iteration, before any mode switch at this one).
+  if (plan->checkpoint_iteration() == iteration && plan->checkpoint_id() != staged_id_) {
+    if (executor_ == nullptr) HERD_RETURN_IF_ERROR(Explain(SwitchTo(*plan, iteration)));
+    HERD_RETURN_IF_ERROR(Explain(TakeCheckpoint(*plan)));
+  }
+  if (plan->stop_at_checkpoint() && plan->checkpoint_iteration() == iteration) {
+    return Explain(StopAtCheckpoint(*plan));
   }
   if (plan->mode().SerializeAsString() != executor_key_ || executor_ == nullptr) {
     HERD_RETURN_IF_ERROR(Explain(SwitchTo(*plan, iteration)));
@@ -242,6 +269,12 @@ absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
     }
   }
   executor_key_ = plan.mode().SerializeAsString();
+  if (resume_ != nullptr) {
+    // The first executor of a resumed job takes the checkpoint's state (whichever mode and
+    // worker count saved it); the checkpoint is not needed after that.
+    HERD_RETURN_IF_ERROR(executor_->ImportState(*resume_));
+    resume_.reset();
+  }
   Log().info("worker {}: iteration {}: {}", rank_, iteration, executor_->Describe());
   return absl::OkStatus();
 }
@@ -281,6 +314,9 @@ absl::Status Session::Flush() {
 absl::StatusOr<herd::v1::JobStatus> Session::Finish(herd::v1::TrainingResult result) {
   if (executor_description_.empty() && executor_) executor_description_ = executor_->Describe();
   if (result.executor().empty()) result.set_executor(executor_description_);
+  if (result.params_digest().empty()) result.set_params_digest(ParamsDigest());
+  // A checkpoint staged near the end is written and reported before the job may complete.
+  HERD_RETURN_IF_ERROR(DrainCheckpoints(Deadline::After(options_.timeout)));
   // Every worker waits here for the others to finish their last iteration before leaving:
   // a rank that closed its communicator while a peer still received from it (the decentralized
   // modes exchange with neighbours to the very end) would fail that peer.
@@ -319,7 +355,7 @@ void Session::Fail(const absl::Status& why) {
 
 void Session::NoteJobEnded(herd::v1::JobState state, const std::string& reason) {
   if (job_over_.exchange(true)) return;
-  if (state == herd::v1::JOB_COMPLETED) return;
+  if (state == herd::v1::JOB_COMPLETED || state == herd::v1::JOB_PREEMPTED) return;
   const absl::Status outcome = scheduler::JobEndedStatus(options_.job, state, reason);
   std::lock_guard<std::mutex> lock(mu_);
   ended_ = outcome;

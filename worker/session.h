@@ -41,6 +41,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "checkpoint/reader.h"
+#include "checkpoint/writer.h"
 #include "common/timeline.h"
 #include "herd/v1/scheduler.pb.h"
 #include "scheduler/client/heartbeat_loop.h"
@@ -64,6 +66,11 @@ struct SessionOptions {
   std::chrono::milliseconds wait_for_job{std::chrono::minutes(5)};     // the job to be submitted
   FusionSettings fusion;
   std::string timeline_dir;  // write <dir>/worker-<rank>.json (Chrome trace) when set
+  // Preemption: once this flag is set (a SIGTERM handler), the session asks the scheduler for a
+  // last checkpoint and stops at it (preempted()); when the job has not stopped within
+  // `preempt_grace`, training fails instead.
+  const std::atomic<bool>* stop_requested = nullptr;
+  std::chrono::milliseconds preempt_grace{std::chrono::seconds(60)};
 };
 
 class Session {
@@ -106,6 +113,30 @@ class Session {
   // when the job had already ended (it was the job's ending that stopped this worker).
   void Fail(const absl::Status& why);
 
+  // ---- Checkpoints and resume (session_checkpoint.cc; docs/checkpoint.md) ----
+  // At the cut a plan names (the first iteration no worker had begun), BeginIteration first
+  // flushes the executor, copies the parameters ("param/<tensor>"), the executor's state, the
+  // iteration and the data position into a staging copy, hands it to a background writer and
+  // trains on; the writer reports the file to the scheduler, which commits the checkpoint.
+  // A resumed job: Attach imports the checkpoint's parameters (its layout must be the model's:
+  // FAILED_PRECONDITION names the first tensor that differs) and the first executor imports
+  // its state; the program starts at start_iteration() and start_position().
+  //
+  // Where the program is in its data, saved with each checkpoint: set before every
+  // BeginIteration (a program that never sets it resumes by iteration alone).
+  void SetDataPosition(const DataPosition& at) { position_ = at; }
+  // After Attach: the job's first iteration and data position (a resumed job's are its
+  // checkpoint's; 0 and the start of the data otherwise).
+  int64_t start_iteration() const { return start_iteration_; }
+  const DataPosition& start_position() const { return start_position_; }
+  // The job stopped at a checkpoint because a process was preempted (SIGTERM): BeginIteration
+  // returned CANCELLED after the checkpoint committed; the program exits 0 without Finish.
+  bool preempted() const { return preempted_; }
+  // Waits until every checkpoint file this worker staged is written and reported.
+  absl::Status DrainCheckpoints(Deadline deadline);
+  // The digest of this worker's parameters now (worker/checkpointing/params_digest.h).
+  std::string ParamsDigest() const;
+
   // The mode of the iteration begun last ("" before the first).
   std::string mode() const { return executor_ ? std::string(executor_->mode()) : ""; }
   // Seconds this worker was blocked on communication, over the whole session.
@@ -126,6 +157,19 @@ class Session {
   // The plan of `iteration`; a restarting scheduler (UNAVAILABLE) is waited for.
   absl::StatusOr<herd::v1::Plan> FetchPlan(int64_t iteration);
   absl::Status SwitchTo(const herd::v1::Plan& plan, int64_t iteration);
+  // Checkpoints (session_checkpoint.cc).
+  // Saves checkpoint plan.checkpoint_id() at iteration plan.iteration(), the cut.
+  absl::Status TakeCheckpoint(const herd::v1::Plan& plan);
+  // A preempted job: waits for the job to end after this worker's part of its last checkpoint.
+  absl::Status StopAtCheckpoint(const herd::v1::Plan& plan);
+  // A resumed job: opens the checkpoint it names, reads the iteration and data position
+  // (Register); checks the layout and imports the parameters (Attach).
+  absl::Status OpenResume(const herd::v1::JobStatus& job);
+  absl::Status ImportResumedParameters(const std::vector<herd::v1::TensorSpec>& layout);
+  // Asks once for the preemption checkpoint when the stop flag is set (driver or heartbeat).
+  void MaybeRequestPreemption();
+  void ReportCheckpointFile(const std::string& id, absl::StatusOr<herd::v1::CheckpointFile> file);
+
   // Records that the job ended and aborts the communicator (heartbeat thread or driver).
   void NoteJobEnded(herd::v1::JobState state, const std::string& reason);
   // The status to return instead of `st` when the job's ending caused it.
@@ -148,6 +192,17 @@ class Session {
   int64_t iteration_ = -1;
   std::chrono::steady_clock::time_point iteration_begin_;
   bool finished_ = false;
+
+  // Checkpoints.
+  std::unique_ptr<checkpoint::CheckpointWriter> writer_;
+  std::unique_ptr<checkpoint::CheckpointReader> resume_;  // until the first executor imports it
+  std::string staged_id_;                                 // the checkpoint staged last
+  DataPosition position_;
+  int64_t start_iteration_ = 0;
+  DataPosition start_position_;
+  bool preempted_ = false;
+  std::atomic<bool> preemption_asked_{false};
+  std::chrono::steady_clock::time_point preempt_deadline_;
 
   mutable std::mutex mu_;  // what the heartbeat thread touches
   std::unique_ptr<transport::Communicator> comm_ ABSL_GUARDED_BY(mu_);

@@ -38,6 +38,7 @@ absl::Status JobEndedStatus(const std::string& job, herd::v1::JobState state,
                             const std::string& reason) {
   switch (state) {
     case herd::v1::JOB_COMPLETED:
+    case herd::v1::JOB_PREEMPTED:  // stopped after its checkpoint, as asked: nothing failed
       return absl::OkStatus();
     case herd::v1::JOB_CANCELLED:
       return absl::CancelledError(absl::StrFormat("job '%s' was cancelled: %s", job, reason));

@@ -21,7 +21,8 @@ absl::StatusOr<herd::v1::JobStatus> WaitForJob(
     SchedulerClient& client, const std::string& job, Deadline deadline, const std::string& what,
     std::chrono::milliseconds poll = std::chrono::milliseconds(500));
 
-// The outcome of a job that ended, for one of its processes: OK for COMPLETED, CANCELLED
+// The outcome of a job that ended, for one of its processes: OK for COMPLETED and PREEMPTED
+// (stopped after its checkpoint), CANCELLED
 // with the operator's reason, ABORTED naming the failed process and the reason for FAILED.
 // FAILED_PRECONDITION for a job that has not ended.
 absl::Status JobEndedStatus(const std::string& job, herd::v1::JobState state,

@@ -6,7 +6,9 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/time.h"
 
 namespace herd::scheduler {
 namespace {
@@ -113,9 +115,58 @@ absl::Status ReadTraining(const YAML::Node& o, herd::v1::TrainingSpec* out) {
       HERD_YAML_ASSIGN(i, Scalar<int64_t>(kv.second, key));
       out->set_train_samples(i);
     } else {
-      return At(kv.first, absl::StrFormat(
-                              "unknown training field '%s' (model, epochs, batch_size, train_samples)",
-                              key));
+      return At(kv.first,
+                absl::StrFormat(
+                    "unknown training field '%s' (model, epochs, batch_size, train_samples)", key));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// `checkpoint: {dir: DIR, every: 100 | 30s, keep_last: N, keep_every: N, timeout: 10m}`: a
+// bare number of `every` is iterations, a number with a unit a duration.
+absl::Status ReadCheckpoint(const YAML::Node& o, herd::v1::CheckpointPolicy* out) {
+  if (!o.IsMap()) return At(o, "'checkpoint' is a map {dir, every, keep_last, keep_every}");
+  auto duration_ms = [](const YAML::Node& v, std::string_view key) -> absl::StatusOr<int64_t> {
+    if (!v.IsScalar()) return At(v, absl::StrFormat("'%s' must be a single value", key));
+    absl::Duration d;
+    if (!absl::ParseDuration(v.Scalar(), &d) || d <= absl::ZeroDuration()) {
+      return At(
+          v, absl::StrFormat("'%s' is '%s'; give a duration like 30s, 10m or 1h", key, v.Scalar()));
+    }
+    return absl::ToInt64Milliseconds(d);
+  };
+  for (const auto& kv : o) {
+    const std::string key = kv.first.as<std::string>();
+    const YAML::Node& v = kv.second;
+    int64_t i = 0;
+    if (key == "dir") {
+      std::string s;
+      HERD_YAML_ASSIGN(s, Scalar<std::string>(v, key));
+      out->set_dir(s);
+    } else if (key == "every") {
+      int64_t n = 0;
+      if (v.IsScalar() && absl::SimpleAtoi(v.Scalar(), &n)) {
+        if (n < 1) return At(v, "'every' is a count of iterations >= 1, or a duration (30s)");
+        out->set_every_iterations(n);
+      } else {
+        HERD_YAML_ASSIGN(i, duration_ms(v, key));
+        out->set_every_ms(i);
+      }
+    } else if (key == "keep_last") {
+      HERD_YAML_ASSIGN(i, Scalar<int32_t>(v, key));
+      out->set_keep_last(static_cast<int32_t>(i));
+    } else if (key == "keep_every") {
+      HERD_YAML_ASSIGN(i, Scalar<int32_t>(v, key));
+      out->set_keep_every(static_cast<int32_t>(i));
+    } else if (key == "timeout") {
+      HERD_YAML_ASSIGN(i, duration_ms(v, key));
+      out->set_timeout_ms(i);
+    } else {
+      return At(
+          kv.first,
+          absl::StrFormat(
+              "unknown checkpoint field '%s' (dir, every, keep_last, keep_every, timeout)", key));
     }
   }
   return absl::OkStatus();
@@ -179,6 +230,11 @@ absl::StatusOr<herd::v1::JobSpec> FromNode(const YAML::Node& root) {
       if (auto st = ReadOptimizer(v, spec.mutable_optimizer()); !st.ok()) return st;
     } else if (key == "training") {
       if (auto st = ReadTraining(v, spec.mutable_training()); !st.ok()) return st;
+    } else if (key == "checkpoint") {
+      if (auto st = ReadCheckpoint(v, spec.mutable_checkpoint()); !st.ok()) return st;
+    } else if (key == "resume_from") {
+      HERD_YAML_ASSIGN(s, Scalar<std::string>(v, key));
+      spec.set_resume_from(s);
     } else if (key == "tensors") {
       if (!v.IsSequence()) return At(v, "'tensors' is a list of {name, shape, dtype}");
       for (const auto& t : v) {

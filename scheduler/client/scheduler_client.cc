@@ -69,6 +69,15 @@ class GrpcSchedulerClient final : public SchedulerClient {
   absl::StatusOr<herd::v1::JobStatus> FailJob(const herd::v1::FailJobRequest& req) override {
     return Unary<herd::v1::JobStatus>(req, &Stub::FailJob, "FailJob");
   }
+  absl::StatusOr<herd::v1::CheckpointRecord> RequestCheckpoint(
+      const herd::v1::RequestCheckpointRequest& req) override {
+    return Unary<herd::v1::CheckpointRecord>(req, &Stub::RequestCheckpoint, "RequestCheckpoint");
+  }
+  absl::StatusOr<herd::v1::ReportCheckpointResponse> ReportCheckpoint(
+      const herd::v1::ReportCheckpointRequest& req) override {
+    return Unary<herd::v1::ReportCheckpointResponse>(req, &Stub::ReportCheckpoint,
+                                                     "ReportCheckpoint");
+  }
   absl::StatusOr<herd::v1::Plan> GetPlan(const herd::v1::GetPlanRequest& req) override {
     return Unary<herd::v1::Plan>(req, &Stub::GetPlan, "GetPlan");
   }

@@ -61,6 +61,10 @@ class SchedulerClient {
                                 const std::string& value) = 0;
   virtual absl::StatusOr<std::string> StoreGet(const std::string& job, const std::string& key,
                                                Deadline deadline) = 0;
+  virtual absl::StatusOr<herd::v1::CheckpointRecord> RequestCheckpoint(
+      const herd::v1::RequestCheckpointRequest& req) = 0;
+  virtual absl::StatusOr<herd::v1::ReportCheckpointResponse> ReportCheckpoint(
+      const herd::v1::ReportCheckpointRequest& req) = 0;
   // grpc.health.v1 Check of the whole server: OK when it serves.
   virtual absl::Status CheckHealth() = 0;
 };
