@@ -40,6 +40,7 @@ absl::StatusOr<std::unique_ptr<StateDb>> StateDb::Open(const std::string& dir, O
 
 absl::StatusOr<StateDb::Contents> StateDb::Load() {
   Contents out;
+  auto pin = db_->Pin();
   std::unique_ptr<rocksdb::Iterator> it(db_->db()->NewIterator(rocksdb::ReadOptions()));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     const std::string key = it->key().ToString();
@@ -72,33 +73,34 @@ absl::StatusOr<StateDb::Contents> StateDb::Load() {
 }
 
 absl::Status StateDb::PutJob(const herd::v1::JobStatus& job, uint64_t next_node_id, bool sync) {
-  rocksdb::WriteBatch batch;
-  batch.Put(absl::StrFormat("%s%s", kJobPrefix, job.spec().name()), job.SerializeAsString());
-  if (next_node_id != 0) batch.Put(std::string(kNextNodeId), std::to_string(next_node_id));
-  return db_->Write(&batch, sync, "writing job " + job.spec().name());
+  return db_->Write("writing job " + job.spec().name(), sync, [&](rocksdb::WriteBatch& batch) {
+    batch.Put(absl::StrFormat("%s%s", kJobPrefix, job.spec().name()), job.SerializeAsString());
+    if (next_node_id != 0) batch.Put(std::string(kNextNodeId), std::to_string(next_node_id));
+  });
 }
 
 absl::Status StateDb::PutKv(std::string_view job, std::string_view key, std::string_view value) {
-  rocksdb::WriteBatch batch;
-  batch.Put(absl::StrFormat("%s%s/%s", kKvPrefix, job, key),
-            rocksdb::Slice(value.data(), value.size()));
-  return db_->Write(&batch, /*sync=*/false, "writing a store key of job " + std::string(job));
+  return db_->Write("writing a store key of job " + std::string(job), /*sync=*/false,
+                    [&](rocksdb::WriteBatch& batch) {
+                      batch.Put(absl::StrFormat("%s%s/%s", kKvPrefix, job, key),
+                                rocksdb::Slice(value.data(), value.size()));
+                    });
 }
 
 absl::Status StateDb::DeleteKvOfJob(std::string_view job) {
   const std::string begin = absl::StrFormat("%s%s/", kKvPrefix, job);
   const std::string end = absl::StrFormat("%s%s0", kKvPrefix, job);  // '0' follows '/'
-  rocksdb::WriteBatch batch;
-  batch.DeleteRange(begin, end);
-  return db_->Write(&batch, /*sync=*/false, "deleting the store of job " + std::string(job));
+  return db_->Write("deleting the store of job " + std::string(job), /*sync=*/false,
+                    [&](rocksdb::WriteBatch& batch) { batch.DeleteRange(begin, end); });
 }
 
 absl::Status StateDb::DeleteJob(std::string_view job) {
-  rocksdb::WriteBatch batch;
-  batch.Delete(absl::StrFormat("%s%s", kJobPrefix, job));
-  batch.DeleteRange(absl::StrFormat("%s%s/", kKvPrefix, job),
-                    absl::StrFormat("%s%s0", kKvPrefix, job));  // '0' follows '/'
-  return db_->Write(&batch, /*sync=*/true, "deleting job " + std::string(job));
+  return db_->Write("deleting job " + std::string(job), /*sync=*/true,
+                    [&](rocksdb::WriteBatch& batch) {
+                      batch.Delete(absl::StrFormat("%s%s", kJobPrefix, job));
+                      batch.DeleteRange(absl::StrFormat("%s%s/", kKvPrefix, job),
+                                        absl::StrFormat("%s%s0", kKvPrefix, job));  // '0' > '/'
+                    });
 }
 
 }  // namespace herd::scheduler

@@ -2,7 +2,10 @@
 
 #include <rocksdb/env.h>
 
+#include <filesystem>
+
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "storage/private_file_system.h"
 
@@ -17,14 +20,50 @@ bool IsLockError(const rocksdb::Status& st) {
 // may also come back as Incomplete.
 bool IsDamage(const rocksdb::Status& st) { return st.IsCorruption() || st.IsIncomplete(); }
 
+// The write-ahead logs an open replays (RocksDB's corruption messages name no file).
+std::string WriteAheadLogs(const std::string& dir) {
+  std::vector<std::string> logs;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    std::error_code size_ec;
+    if (e.path().extension() == ".log" && e.file_size(size_ec) > 0) {
+      logs.push_back(e.path().string());
+    }
+  }
+  std::sort(logs.begin(), logs.end());
+  return logs.empty() ? "none" : absl::StrJoin(logs, ", ");
+}
+
 }  // namespace
 
 Database::Database(DatabaseOptions options) : options_(std::move(options)) {}
 
-Database::~Database() {
+Database::~Database() { CloseDb(); }
+
+void Database::CloseDb() {
   if (db_ == nullptr) return;
   for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h);
-  db_->Close();
+  handles_.clear();
+  db_->Close().PermitUncheckedError();
+  db_.reset();
+}
+
+rocksdb::Status Database::OpenDb(rocksdb::WALRecoveryMode mode) {
+  const DatabaseOptions& o = options_;
+  rocksdb::DBOptions db_options = o.db_options;
+  db_options.env = env_.get();
+  db_options.create_if_missing = true;
+  db_options.create_missing_column_families = true;
+  db_options.paranoid_checks = true;
+  db_options.wal_recovery_mode = mode;
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
+  cfs.emplace_back(rocksdb::kDefaultColumnFamilyName, o.cf_options);
+  for (const auto& name : o.column_families) cfs.emplace_back(name, o.cf_options);
+  rocksdb::DB* raw = nullptr;
+  handles_.clear();
+  rocksdb::Status st = rocksdb::DB::Open(db_options, o.dir, cfs, &handles_, &raw);
+  if (st.ok()) db_.reset(raw);
+  return st;
 }
 
 absl::StatusOr<std::unique_ptr<Database>> Database::Open(DatabaseOptions options) {
@@ -33,21 +72,10 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(DatabaseOptions options
   auto db = std::unique_ptr<Database>(new Database(std::move(options)));
   const DatabaseOptions& o = db->options_;
   db->env_ = rocksdb::NewCompositeEnv(NewPrivateFileSystem(o.file_system));
-
-  rocksdb::DBOptions db_options = o.db_options;
-  db_options.env = db->env_.get();
-  db_options.create_if_missing = true;
-  db_options.create_missing_column_families = true;
-  db_options.paranoid_checks = true;
-  db_options.wal_recovery_mode = o.accept_data_loss
-                                     ? rocksdb::WALRecoveryMode::kPointInTimeRecovery
-                                     : rocksdb::WALRecoveryMode::kAbsoluteConsistency;
-  std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
-  cfs.emplace_back(rocksdb::kDefaultColumnFamilyName, o.cf_options);
-  for (const auto& name : o.column_families) cfs.emplace_back(name, o.cf_options);
-
-  rocksdb::DB* raw = nullptr;
-  rocksdb::Status st = rocksdb::DB::Open(db_options, dir, cfs, &db->handles_, &raw);
+  const std::string logs = WriteAheadLogs(dir);  // before the open replays and removes them
+  rocksdb::Status st =
+      db->OpenDb(o.accept_data_loss ? rocksdb::WALRecoveryMode::kPointInTimeRecovery
+                                    : rocksdb::WALRecoveryMode::kAbsoluteConsistency);
   if (!st.ok()) {
     if (IsLockError(st)) {
       return absl::FailedPreconditionError(absl::StrFormat(
@@ -56,30 +84,37 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(DatabaseOptions options
     if (IsDamage(st)) {
       return absl::DataLossError(absl::StrFormat(
           "%s in %s is damaged and would recover to an older state, without writes that were "
-          "acknowledged (%s). Restore the directory from a copy, or restart with "
-          "--accept-data-loss to start from its last consistent point",
-          o.what, dir, st.ToString()));
+          "acknowledged (%s; write-ahead logs: %s). Restore the directory from a copy, or "
+          "restart with --accept-data-loss to start from its last consistent point",
+          o.what, dir, st.ToString(), logs));
     }
     return absl::FailedPreconditionError(
         absl::StrFormat("cannot open %s in %s: %s", o.what, dir, st.ToString()));
   }
-  db->db_.reset(raw);
   if (o.accept_data_loss) {
     Log().warn(
-        "{} in {}: opened with --accept-data-loss: a damaged write-ahead log was replayed "
-        "up to its last consistent point only",
-        o.what, dir);
+        "{} in {}: opened with --accept-data-loss: damaged write-ahead logs ({}) were "
+        "replayed up to their last consistent point only",
+        o.what, dir, logs);
   }
   // Files RocksDB made before the owner-only layer (LOCK, the info LOG) are tightened too.
   if (auto tighten = MakeOwnerOnly(dir); !tighten.ok()) return tighten;
   return db;
 }
 
-absl::Status Database::Write(rocksdb::WriteBatch* batch, bool sync, std::string_view what) {
+absl::Status Database::Write(std::string_view what, bool sync,
+                             absl::FunctionRef<void(rocksdb::WriteBatch&)> fill) {
   if (auto st = Writable(); !st.ok()) return st;
-  rocksdb::WriteOptions wo;
-  wo.sync = sync;
-  rocksdb::Status st = db_->Write(wo, batch);
+  rocksdb::Status st;
+  {
+    auto pin = Pin();
+    if (db_ == nullptr) return Writable();  // a reopen failed: still refused
+    rocksdb::WriteBatch batch;
+    fill(batch);
+    rocksdb::WriteOptions wo;
+    wo.sync = sync;
+    st = db_->Write(wo, &batch);
+  }
   if (st.ok()) return absl::OkStatus();
   return Failed(st, what);
 }
@@ -97,6 +132,37 @@ absl::Status Database::Failed(const rocksdb::Status& st, std::string_view what) 
   return failure_;
 }
 
+rocksdb::IOStatus Database::ProbeDisk() {
+  rocksdb::FileSystem* fs = env_->GetFileSystem().get();
+  const std::string probe = options_.dir + "/WRITE_PROBE";
+  std::unique_ptr<rocksdb::FSWritableFile> file;
+  rocksdb::IOStatus st = fs->NewWritableFile(probe, rocksdb::FileOptions(), &file, nullptr);
+  if (st.ok()) st = file->Append(std::string(4096, '\0'), rocksdb::IOOptions(), nullptr);
+  if (st.ok()) st = file->Sync(rocksdb::IOOptions(), nullptr);
+  if (file != nullptr) file->Close(rocksdb::IOOptions(), nullptr).PermitUncheckedError();
+  fs->DeleteFile(probe, rocksdb::IOOptions(), nullptr).PermitUncheckedError();
+  return st;
+}
+
+rocksdb::Status Database::Recover() {
+  {
+    auto pin = Pin();
+    if (db_ != nullptr) {
+      // Resume() clears errors RocksDB can recover from itself (it flushes the memtables to
+      // fresh files).
+      rocksdb::Status st = db_->Resume();
+      if (st.ok()) return st;
+    }
+  }
+  // A failed write-ahead log write is fatal to this RocksDB instance: once the disk takes
+  // writes again, reopen. The failed write may have left a torn record at the log's end; it
+  // was never acknowledged, so this reopen (only this one) tolerates it.
+  if (rocksdb::IOStatus probe = ProbeDisk(); !probe.ok()) return probe;
+  std::unique_lock<std::shared_mutex> exclusive(db_mu_);
+  CloseDb();
+  return OpenDb(rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords);
+}
+
 absl::Status Database::Writable() {
   if (!failed_.load()) return absl::OkStatus();
   std::lock_guard<std::mutex> lock(failure_mu_);
@@ -104,10 +170,10 @@ absl::Status Database::Writable() {
   const auto now = std::chrono::steady_clock::now();
   if (now - last_resume_ < options_.retry_every) return failure_;
   last_resume_ = now;
-  // Resume() clears RocksDB's background error once the file system works again (it flushes
-  // the memtables to fresh files, so a log that a failed write left torn is not replayed).
-  rocksdb::Status st = db_->Resume();
-  if (!st.ok()) return failure_;
+  if (rocksdb::Status st = Recover(); !st.ok()) {
+    Log().debug("{} in {}: not writable yet: {}", options_.what, options_.dir, st.ToString());
+    return failure_;
+  }
   failed_.store(false);
   failure_ = absl::OkStatus();
   Log().info("{} in {}: writes work again", options_.what, options_.dir);

@@ -11,10 +11,13 @@
 //   * A write that fails (disk full, I/O error, read-only file system) never aborts the
 //     process: it and every later write are UNAVAILABLE naming the cause, reads still work,
 //     and nothing acknowledged is lost (a failed WriteBatch is not applied). At most once per
-//     `retry_every` a write first asks RocksDB to resume; once the disk is back, writes work
-//     again without a restart.
+//     `retry_every` a write first tries to recover: RocksDB's Resume(), and when RocksDB
+//     holds the error fatal (a failed write-ahead log write is), a probe write and, if the
+//     disk takes it, a reopen that tolerates the torn tail the failed write may have left
+//     (that record was never acknowledged). Once the disk is back, writes work again without
+//     a restart.
 //
-// Thread-safe: RocksDB's DB is; the failure state has its own mutex.
+// Thread-safe: RocksDB's DB is; a reopen waits for every reader that holds Pin().
 
 #include <rocksdb/db.h>
 #include <rocksdb/file_system.h>
@@ -25,10 +28,12 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 
 namespace herd::storage {
@@ -56,14 +61,21 @@ class Database {
   static absl::StatusOr<std::unique_ptr<Database>> Open(DatabaseOptions options);
   ~Database();
 
+  // Reads go through db() and handle() while holding Pin(), so a recovery reopen cannot pull
+  // the database away underneath them.
+  [[nodiscard]] std::shared_lock<std::shared_mutex> Pin() const {
+    return std::shared_lock<std::shared_mutex>(db_mu_);
+  }
   rocksdb::DB* db() const { return db_.get(); }
   // 0: "default", then options.column_families in order.
   rocksdb::ColumnFamilyHandle* handle(int i) const { return handles_[i]; }
   const std::string& dir() const { return options_.dir; }
 
-  // Writes `batch` atomically through the write-ahead log (`sync`: fsynced too). UNAVAILABLE
-  // naming the cause when it cannot be written; `what` says what was being written.
-  absl::Status Write(rocksdb::WriteBatch* batch, bool sync, std::string_view what);
+  // Writes the batch `fill` builds atomically through the write-ahead log (`sync`: fsynced
+  // too). `fill` runs with the database pinned, so it may use handle(). UNAVAILABLE naming the
+  // cause when it cannot be written; `what` says what was being written.
+  absl::Status Write(std::string_view what, bool sync,
+                     absl::FunctionRef<void(rocksdb::WriteBatch&)> fill);
   // OK when writes work (after trying to resume if they failed before), else the UNAVAILABLE
   // error of the last failed write. Lets a caller refuse a request before it changes anything.
   absl::Status Writable();
@@ -72,12 +84,20 @@ class Database {
 
  private:
   explicit Database(DatabaseOptions options);
+  // Opens db_ and handles_ (db_mu_ held exclusively, or before anyone else sees the object).
+  rocksdb::Status OpenDb(rocksdb::WALRecoveryMode mode);
+  void CloseDb();
   absl::Status Failed(const rocksdb::Status& st, std::string_view what);
+  // Resume, else probe and reopen (failure_mu_ held). OK once writes work again.
+  rocksdb::Status Recover();
+  // Writes, syncs and removes a small file in the directory: does the disk take writes?
+  rocksdb::IOStatus ProbeDisk();
 
   DatabaseOptions options_;
   std::unique_ptr<rocksdb::Env> env_;  // over the file systems above; outlives db_
+  mutable std::shared_mutex db_mu_;    // exclusive only for a recovery reopen
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
-  std::unique_ptr<rocksdb::DB> db_;
+  std::unique_ptr<rocksdb::DB> db_;  // null only after a reopen that failed
 
   std::atomic<bool> failed_{false};
   std::mutex failure_mu_;

@@ -70,31 +70,35 @@ ShardStore::~ShardStore() = default;
 
 absl::Status ShardStore::Write(const std::string& job, const KeyRecordView& r) {
   const std::string key = RowKey(job, r.key);
-  rocksdb::WriteBatch batch;
-  // Empty parameters: unchanged since they were last written (ps_ec); keep that row.
-  if (!r.params.empty()) batch.Put(db_->handle(kParams), key, Floats(r.params));
-  if (!r.slot0.empty() || !r.slot1.empty()) {
-    const rocksdb::Slice key_slice(key);
-    const rocksdb::Slice parts[2] = {Floats(r.slot0), Floats(r.slot1)};
-    batch.Put(db_->handle(kOptimizer), rocksdb::SliceParts(&key_slice, 1),
-              rocksdb::SliceParts(parts, 2));
-  }
-  if (!r.epsilon.empty()) batch.Put(db_->handle(kResidual), key, Floats(r.epsilon));
-  if (!r.result.empty()) {
-    batch.Put(db_->handle(kResult), key, rocksdb::Slice(r.result.data(), r.result.size()));
-  }
   std::string meta(sizeof(int64_t), '\0');
   std::memcpy(meta.data(), &r.version, sizeof(int64_t));
   meta.append(reinterpret_cast<const char*>(r.clocks.data()), r.clocks.size() * sizeof(int64_t));
-  batch.Put(db_->handle(kMeta), key, meta);
   // Through the WAL, not synced: survives a process kill.
-  return db_->Write(&batch, /*sync=*/false,
-                    absl::StrFormat("writing key %s of job '%s'", KeyName(r.key), job));
+  return db_->Write(absl::StrFormat("writing key %s of job '%s'", KeyName(r.key), job),
+                    /*sync=*/false, [&](rocksdb::WriteBatch& batch) {
+                      // Empty parameters: unchanged since they were last written (ps_ec); keep that
+                      // row.
+                      if (!r.params.empty()) batch.Put(db_->handle(kParams), key, Floats(r.params));
+                      if (!r.slot0.empty() || !r.slot1.empty()) {
+                        const rocksdb::Slice key_slice(key);
+                        const rocksdb::Slice parts[2] = {Floats(r.slot0), Floats(r.slot1)};
+                        batch.Put(db_->handle(kOptimizer), rocksdb::SliceParts(&key_slice, 1),
+                                  rocksdb::SliceParts(parts, 2));
+                      }
+                      if (!r.epsilon.empty())
+                        batch.Put(db_->handle(kResidual), key, Floats(r.epsilon));
+                      if (!r.result.empty()) {
+                        batch.Put(db_->handle(kResult), key,
+                                  rocksdb::Slice(r.result.data(), r.result.size()));
+                      }
+                      batch.Put(db_->handle(kMeta), key, meta);
+                    });
 }
 
 absl::StatusOr<std::vector<KeyRecord>> ShardStore::Load(const std::string& job) {
   std::vector<KeyRecord> out;
   const std::string prefix = Prefix(job);
+  auto pin = db_->Pin();
   std::unique_ptr<rocksdb::Iterator> it(
       db_->db()->NewIterator(rocksdb::ReadOptions(), db_->handle(kMeta)));
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
