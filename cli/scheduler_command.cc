@@ -36,6 +36,9 @@ class SchedulerCommand : public Command {
                    "File holding the bearer token every call must carry");
     app.add_option("--port-file", port_file_,
                    "Write the bound port to this file once serving (for scripts and tests)");
+    app.add_flag("--accept-data-loss", accept_data_loss_,
+                 "Open a --state whose write-ahead log is damaged at its last consistent point "
+                 "(acknowledged changes after the damage are lost) instead of refusing it");
   }
 
   int Run() override {
@@ -60,7 +63,11 @@ class SchedulerCommand : public Command {
     sigaddset(&stop, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
-    auto core = scheduler::SchedulerCore::Open({state_dir_, absl::ToChronoMilliseconds(timeout)});
+    scheduler::SchedulerOptions options;
+    options.state_dir = state_dir_;
+    options.heartbeat_timeout = absl::ToChronoMilliseconds(timeout);
+    options.accept_data_loss = accept_data_loss_;
+    auto core = scheduler::SchedulerCore::Open(std::move(options));
     if (!core.ok()) return Fail(core.status());
     auto server = scheduler::SchedulerServer::Start(core->get(), server_);
     if (!server.ok()) return Fail(server.status());
@@ -90,6 +97,7 @@ class SchedulerCommand : public Command {
 
   scheduler::ServerOptions server_;
   std::string state_dir_;
+  bool accept_data_loss_ = false;
   std::string heartbeat_timeout_ = "10s";
   std::string token_file_;
   std::string port_file_;

@@ -31,6 +31,9 @@ class ServerCommand : public Command {
                    "directory recovers what it acknowledged")
         ->envname("HERD_STATE")
         ->required();
+    app.add_flag("--accept-data-loss", options_.accept_data_loss,
+                 "Open a --state whose write-ahead log is damaged at its last consistent point "
+                 "(acknowledged rounds after the damage are lost) instead of refusing it");
     app.add_option("--durability", durability_,
                    "When state is written: every-round (before a round is acknowledged), "
                    "every-k:K (every K rounds of a key) or checkpoint-only (Checkpoint calls "
@@ -72,6 +75,11 @@ class ServerCommand : public Command {
         ->envname("HERD_SCHEDULER_CA");
     app.add_option("--port-file", options_.port_file,
                    "Write the bound port to this file once serving (for scripts and tests)");
+    app.add_option("--stream-idle-timeout", stream_idle_s_,
+                   "Seconds a client stream may stay silent while the shard waits for its next "
+                   "message before the shard ends it (frees its thread)")
+        ->check(CLI::Range(0.001, 3600.0))
+        ->capture_default_str();
     app.add_option("--register-timeout", register_timeout_s_,
                    "Seconds to keep trying to register (a restarted shard waits for the "
                    "scheduler to declare its previous instance dead)")
@@ -98,6 +106,8 @@ class ServerCommand : public Command {
     if (!grace.ok()) return Usage(grace.status());
     options_.preempt_grace = *grace;
     options_.register_timeout = std::chrono::seconds(register_timeout_s_);
+    options_.service.stream_idle_timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(stream_idle_s_ * 1000));
     if (!token_file_.empty()) {
       auto token = rpc::ReadTokenFile(token_file_);
       if (!token.ok()) return Fail(token.status());
@@ -130,6 +140,7 @@ class ServerCommand : public Command {
   std::string wait_for_job_ = "5m";
   std::string preempt_grace_ = "60s";
   int register_timeout_s_ = 60;
+  double stream_idle_s_ = 30;
 };
 
 HERD_REGISTER_COMMAND(ServerCommand, "server", 15,

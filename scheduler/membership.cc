@@ -183,6 +183,9 @@ absl::StatusOr<herd::v1::HeartbeatResponse> SchedulerCore::Heartbeat(
 void SchedulerCore::DetectFailures() {
   std::lock_guard<std::mutex> lock(mu_);
   if (shutdown_) return;
+  // While the state cannot be written no death can be recorded: nodes stay alive until it can
+  // (Writable() retries the disk at most once a second, and logs the failure once).
+  if (!db_->Writable().ok()) return;
   const auto now = Clock::now();
   for (auto& [name, job] : jobs_) {
     if (IsTerminal(job.status.state())) continue;

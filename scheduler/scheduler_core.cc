@@ -74,7 +74,9 @@ absl::StatusOr<std::unique_ptr<SchedulerCore>> SchedulerCore::Open(SchedulerOpti
                         options.heartbeat_timeout.count()));
   }
   std::unique_ptr<SchedulerCore> core(new SchedulerCore(std::move(options)));
-  HERD_ASSIGN_OR_RETURN(core->db_, StateDb::Open(core->options_.state_dir));
+  HERD_ASSIGN_OR_RETURN(
+      core->db_, StateDb::Open(core->options_.state_dir,
+                               {core->options_.accept_data_loss, core->options_.file_system}));
   HERD_RETURN_IF_ERROR(core->Load());
   core->detector_ = std::thread([c = core.get()] { c->DetectorLoop(); });
   return core;

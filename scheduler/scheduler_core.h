@@ -38,6 +38,10 @@ struct SchedulerOptions {
   std::string state_dir;  // RocksDB directory (created if missing)
   // A node whose last heartbeat is older than this is declared dead.
   std::chrono::milliseconds heartbeat_timeout{10000};
+  // Open a damaged state at its last consistent point instead of refusing it with DATA_LOSS.
+  bool accept_data_loss = false;
+  // Below the state's owner-only layer: the local disk when null (tests: a FaultFileSystem).
+  std::shared_ptr<rocksdb::FileSystem> file_system;
 };
 
 class SchedulerCore {

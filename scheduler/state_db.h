@@ -4,8 +4,11 @@
 //   kv/<job>/<key>    -> a bootstrap-store value of the job
 //   meta/next_node_id -> the next node id to hand out (decimal)
 // Writes go through the write-ahead log, so a scheduler killed with SIGKILL loses nothing it
-// acknowledged; `sync` writes also survive a machine crash. Not thread-safe: the Scheduler
-// serialises calls under its mutex.
+// acknowledged; `sync` writes also survive a machine crash. Opening, damage and disk faults
+// follow storage/database.h: a damaged log is DATA_LOSS at open, a failed write UNAVAILABLE
+// naming the cause until the disk is back (nothing in memory changes on a failed write: the
+// core commits to memory only after the write). Not thread-safe: the Scheduler serialises
+// calls under its mutex.
 
 #include <map>
 #include <memory>
@@ -14,18 +17,22 @@
 
 #include "absl/status/statusor.h"
 #include "herd/v1/scheduler.pb.h"
-
-namespace rocksdb {
-class DB;
-}
+#include "storage/database.h"
 
 namespace herd::scheduler {
 
 class StateDb {
  public:
+  struct Options {
+    bool accept_data_loss = false;                     // --accept-data-loss
+    std::shared_ptr<rocksdb::FileSystem> file_system;  // null: the local disk (tests: faults)
+  };
   // Opens (creating if missing) the database in `dir`. FAILED_PRECONDITION when another
-  // process holds it (RocksDB's lock), with the directory named.
-  static absl::StatusOr<std::unique_ptr<StateDb>> Open(const std::string& dir);
+  // process holds it (RocksDB's lock), with the directory named; DATA_LOSS when damaged.
+  static absl::StatusOr<std::unique_ptr<StateDb>> Open(const std::string& dir, Options options);
+  static absl::StatusOr<std::unique_ptr<StateDb>> Open(const std::string& dir) {
+    return Open(dir, Options{});
+  }
   ~StateDb();
 
   struct Contents {
@@ -42,10 +49,12 @@ class StateDb {
   absl::Status DeleteKvOfJob(std::string_view job);
   // Removes the job's record and its store keys in one atomic, synced batch.
   absl::Status DeleteJob(std::string_view job);
+  // OK when writes work (see storage::Database::Writable).
+  absl::Status Writable() { return db_->Writable(); }
 
  private:
-  StateDb(std::unique_ptr<rocksdb::DB> db, std::string dir);
-  std::unique_ptr<rocksdb::DB> db_;
+  explicit StateDb(std::unique_ptr<storage::Database> db);
+  std::unique_ptr<storage::Database> db_;
   std::string dir_;
 };
 

@@ -53,11 +53,19 @@ absl::Status AsyncEngine::PushLocked(KeyState& ks, const PushArgs& args,
     }
     HERD_RETURN_IF_ERROR(check_clock());  // another call of the same worker may have won
   }
+  // Computed beside the key's state, taken only when finite and written (CommitRoundLocked).
   const auto* grad = reinterpret_cast<const float*>(args.data.data());
-  ApplyOptimizer(config_.optimizer, ks.params, std::span<const float>(grad, ks.count), ks.slot0,
-                 ks.slot1, ks.version + 1);
-  ++ks.clocks[args.worker];
-  return CompleteRoundLocked(ks, args.key);
+  NextState next;
+  next.params = ks.params;
+  next.slot0 = ks.slot0;
+  next.slot1 = ks.slot1;
+  ApplyOptimizer(config_.optimizer, *next.params, std::span<const float>(grad, ks.count),
+                 *next.slot0, *next.slot1, ks.version + 1);
+  next.clocks = ks.clocks;
+  ++(*next.clocks)[args.worker];
+  return CommitRoundLocked(
+      ks, args.key, std::move(next),
+      absl::StrFormat("the push of worker %d (clock %d)", args.worker, args.round));
 }
 
 absl::Status AsyncEngine::WaitReadable(KeyId key, int64_t pushed_clock, Deadline deadline) {

@@ -49,8 +49,14 @@ absl::Status Engine::Usable() const {
   if (shutdown_.load()) {
     return absl::UnavailableError("the parameter-server shard is shutting down");
   }
-  std::lock_guard<std::mutex> lock(failure_mu_);
-  return failure_;
+  return absl::OkStatus();
+}
+
+absl::Status Engine::Writable() const {
+  if (writer_ == nullptr || config_.durability.kind == Durability::Kind::kCheckpointOnly) {
+    return absl::OkStatus();
+  }
+  return writer_->Writable();
 }
 
 absl::StatusOr<Engine::KeyState*> Engine::Lookup(std::string_view job, KeyId key) const {
@@ -92,6 +98,7 @@ absl::StatusOr<bool> Engine::Init(std::string_view job, KeyId key, std::string_v
     return ks_or.status();
   }
   KeyState& ks = **ks_or;
+  HERD_RETURN_IF_ERROR(Writable());
   std::lock_guard<std::mutex> lock(ks.mu);
   if (values.size() != static_cast<size_t>(ks.count) * sizeof(float)) {
     Reject();
@@ -106,12 +113,17 @@ absl::StatusOr<bool> Engine::Init(std::string_view job, KeyId key, std::string_v
         "initial value of key %s has a non-finite value at index %d", KeyName(key), at));
   }
   if (ks.initialized) return false;
+  // An initial value is acknowledged state too; it is written like a round, before it is
+  // taken (a failed write leaves the key without a value).
+  if (writer_ != nullptr && config_.durability.kind != Durability::Kind::kCheckpointOnly) {
+    const std::span<const float> initial(reinterpret_cast<const float*>(values.data()),
+                                         static_cast<size_t>(ks.count));
+    HERD_RETURN_IF_ERROR(WriteView(KeyRecordView{key, ks.version, initial, ks.slot0, ks.slot1,
+                                                 ks.epsilon, ks.result, ks.clocks}));
+    ks.params_durable = true;
+  }
   std::memcpy(ks.params.data(), values.data(), values.size());
   ks.initialized = true;
-  // An initial value is acknowledged state too; it is written like a round.
-  if (config_.durability.kind != Durability::Kind::kCheckpointOnly) {
-    HERD_RETURN_IF_ERROR(WriteLocked(ks, key));
-  }
   ks.cv.notify_all();
   return true;
 }
@@ -137,6 +149,16 @@ absl::Status Engine::Restore(const KeyRecord& r) {
   HERD_RETURN_IF_ERROR(same(r.slot1.size(), ks.slot1.size(), "optimizer state"));
   HERD_RETURN_IF_ERROR(same(r.epsilon.size(), ks.epsilon.size(), "residual"));
   HERD_RETURN_IF_ERROR(same(r.clocks.size(), ks.clocks.size(), "worker clocks"));
+  // A shard never serves a non-finite parameter, not even one an older shard wrote.
+  for (const auto* part : {&r.params, &r.slot0, &r.slot1, &r.epsilon}) {
+    const std::string_view bytes(reinterpret_cast<const char*>(part->data()),
+                                 part->size() * sizeof(float));
+    if (int64_t at = FirstNonFinite(bytes); at >= 0) {
+      return absl::DataLossError(
+          absl::StrFormat("stored state of key %s of job '%s' holds a non-finite value at index %d",
+                          KeyName(r.key), config_.job, at));
+    }
+  }
   ks.params = r.params;
   ks.slot0 = r.slot0;
   ks.slot1 = r.slot1;
@@ -157,6 +179,8 @@ absl::Status Engine::Push(const PushArgs& args, Deadline deadline) {
   auto ks_or = Lookup(args.job, args.key);
   if (!ks_or.ok()) return fail(ks_or.status());
   if (auto st = CheckWorker(args.worker); !st.ok()) return fail(st);
+  // While the state cannot be written no push is taken: it could not be acknowledged.
+  HERD_RETURN_IF_ERROR(Writable());
   if (!args.dtype.empty() && args.dtype != "fp32" && args.dtype != "float32") {
     return fail(absl::InvalidArgumentError(
         absl::StrFormat("push of dtype %s for key %s: this shard takes fp32 gradients",
@@ -184,6 +208,9 @@ absl::Status Engine::WaitRound(KeyId key, int64_t round, Deadline deadline) {
   std::unique_lock<std::mutex> lock(ks.mu);
   while (ks.version <= round) {
     HERD_RETURN_IF_ERROR(Usable());
+    if (ks.refused_round == round) return ks.refused;
+    // A round cannot complete while its write would fail: say why instead of timing out.
+    HERD_RETURN_IF_ERROR(Writable());
     if (ks.cv.wait_until(lock, deadline.at()) == std::cv_status::timeout && ks.version <= round) {
       return absl::DeadlineExceededError(
           absl::StrFormat("round %d of key %s did not complete in time: %d of %d workers pushed it",
@@ -213,6 +240,8 @@ absl::StatusOr<Pulled> Engine::Pull(std::string_view job, int worker, KeyId key,
   std::unique_lock<std::mutex> lock(ks.mu);
   while (!ks.initialized || ks.version < min_version) {
     HERD_RETURN_IF_ERROR(Usable());
+    // The round this pull waits for was refused (non-finite): it will not come by itself.
+    if (ks.initialized && ks.refused_round == ks.version) return ks.refused;
     if (ks.cv.wait_until(lock, deadline.at()) == std::cv_status::timeout &&
         (!ks.initialized || ks.version < min_version)) {
       return absl::DeadlineExceededError(absl::StrFormat(
@@ -229,39 +258,77 @@ absl::StatusOr<Pulled> Engine::Pull(std::string_view job, int worker, KeyId key,
   return out;
 }
 
-absl::Status Engine::CompleteRoundLocked(KeyState& ks, KeyId key) {
+absl::Status Engine::CommitRoundLocked(KeyState& ks, KeyId key, NextState next,
+                                       std::string_view who) {
+  // Finite first: a NaN or infinity, once applied, would be written and served for good.
+  const std::pair<const char*, const std::optional<std::vector<float>>*> parts[] = {
+      {"parameter", &next.params},
+      {"optimizer state", &next.slot0},
+      {"optimizer state", &next.slot1},
+      {"server residual", &next.epsilon}};
+  for (const auto& [what, part] : parts) {
+    if (!part->has_value()) continue;
+    const auto& v = **part;
+    const std::string_view bytes(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+    if (int64_t at = FirstNonFinite(bytes); at >= 0) {
+      const std::string how = config_.mode == Mode::kEc
+                                  ? std::string("the sum of")
+                                  : absl::StrFormat("optimizer %s (learning rate %g) to",
+                                                    optim::OptimizerName(config_.optimizer.kind),
+                                                    config_.optimizer.learning_rate);
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "round %d of key %s refused: applying %s %s gives a non-finite %s at index %d; the key "
+          "stays at version %d",
+          ks.version, KeyName(key), how, std::string(who), what, at, ks.version));
+    }
+  }
+  const auto& d = config_.durability;
+  if (d.kind == Durability::Kind::kEveryRound ||
+      (d.kind == Durability::Kind::kEveryK && ks.rounds_since_write + 1 >= d.k)) {
+    KeyRecordView view{key,
+                       ks.version + 1,
+                       next.params ? *next.params : ks.params,
+                       next.slot0 ? *next.slot0 : ks.slot0,
+                       next.slot1 ? *next.slot1 : ks.slot1,
+                       next.epsilon ? *next.epsilon : ks.epsilon,
+                       next.result ? *next.result : ks.result,
+                       next.clocks ? *next.clocks : ks.clocks};
+    if (config_.mode == Mode::kEc && ks.params_durable && !next.params) view.params = {};
+    HERD_RETURN_IF_ERROR(WriteView(view));
+    ks.rounds_since_write = 0;
+    ks.params_durable = true;
+  } else {
+    ++ks.rounds_since_write;
+  }
+  if (next.params) ks.params = std::move(*next.params);
+  if (next.slot0) ks.slot0 = std::move(*next.slot0);
+  if (next.slot1) ks.slot1 = std::move(*next.slot1);
+  if (next.epsilon) ks.epsilon = std::move(*next.epsilon);
+  if (next.result) ks.result = std::move(*next.result);
+  if (next.clocks) ks.clocks = std::move(*next.clocks);
   ++ks.version;
-  ++ks.rounds_since_write;
+  ks.refused_round = -1;
   if (ks.version == capture_version_.load()) CaptureLocked(ks, key);
   rounds_.fetch_add(1, std::memory_order_relaxed);
-  const auto& d = config_.durability;
-  absl::Status st;
-  if (d.kind == Durability::Kind::kEveryRound ||
-      (d.kind == Durability::Kind::kEveryK && ks.rounds_since_write >= d.k)) {
-    st = WriteLocked(ks, key);
-  }
   ks.cv.notify_all();
-  return st;
+  return absl::OkStatus();
 }
 
 absl::Status Engine::WriteLocked(KeyState& ks, KeyId key) {
-  if (writer_ == nullptr) return absl::OkStatus();
   KeyRecordView view{key,      ks.version, ks.params, ks.slot0,
                      ks.slot1, ks.epsilon, ks.result, ks.clocks};
   if (config_.mode == Mode::kEc && ks.params_durable) view.params = {};
-  absl::Status st = writer_->Write(config_.job, view);
-  if (!st.ok()) {
-    std::lock_guard<std::mutex> lock(failure_mu_);
-    if (failure_.ok()) {
-      failure_ = absl::UnavailableError(absl::StrFormat(
-          "shard %d stopped: its state could not be written (%s); restart it on its state "
-          "directory",
-          config_.shard, std::string(st.message())));
-    }
-    return failure_;
-  }
+  HERD_RETURN_IF_ERROR(WriteView(view));
   ks.rounds_since_write = 0;
   ks.params_durable = true;
+  return absl::OkStatus();
+}
+
+absl::Status Engine::WriteView(KeyRecordView view) {
+  if (writer_ == nullptr) return absl::OkStatus();
+  // The store's error is UNAVAILABLE naming the cause (storage/database.h); the shard goes on
+  // serving and takes writes again once the disk is back.
+  HERD_RETURN_IF_ERROR(writer_->Write(config_.job, view));
   writes_.fetch_add(1, std::memory_order_relaxed);
   return absl::OkStatus();
 }
@@ -290,10 +357,6 @@ void Engine::SetLiveWorkers(const std::vector<int>& ranks) {
 absl::StatusOr<int> Engine::WriteAll() {
   // Not Usable(): the final write of a clean stop runs after Shutdown(), once no call can
   // change the state any more.
-  {
-    std::lock_guard<std::mutex> lock(failure_mu_);
-    HERD_RETURN_IF_ERROR(failure_);
-  }
   int n = 0;
   for (auto& [key, ks] : keys_) {
     std::lock_guard<std::mutex> lock(ks->mu);

@@ -15,9 +15,14 @@
 //
 // Errors (state unchanged on every one): NOT_FOUND (other job, worker not in the job, key not
 // of this job or not on this shard), INVALID_ARGUMENT (wrong length, dtype, undecodable
-// payload), FAILED_PRECONDITION (key not initialised, round already completed or not yet
-// open), ALREADY_EXISTS (duplicate push), DEADLINE_EXCEEDED (a wait ran out), UNAVAILABLE
-// (shut down, or the state could not be written: restart the shard).
+// payload, a non-finite value, a round whose result would be non-finite), FAILED_PRECONDITION
+// (key not initialised, round already completed or not yet open), ALREADY_EXISTS (duplicate
+// push), DEADLINE_EXCEEDED (a wait ran out), UNAVAILABLE (shut down, or the state cannot be
+// written now: a full or broken disk; pushes are refused until it can, pulls still served).
+//
+// A round is computed beside the key's state (NextState) and only swapped in once it is
+// finite and, when the durability policy writes it, written: nothing a pull can see is ever
+// non-finite or missing from the disk.
 //
 // Thread-safe: one mutex per key; calls on different keys never wait for each other.
 
@@ -26,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -164,6 +170,17 @@ class Engine {
     int64_t rounds_since_write = 0;
     // ps_ec never changes the parameters after InitKeys: once on disk they are not rewritten.
     bool params_durable = false;
+    // ps_sync / ps_ec: the last round refused because its result was not finite (-1: none),
+    // and why; whoever waits for that round hears it.
+    int64_t refused_round = -1;
+    absl::Status refused;
+  };
+
+  // A key's state after a round, built beside the current one; unset parts do not change.
+  struct NextState {
+    std::optional<std::vector<float>> params, slot0, slot1, epsilon;
+    std::optional<std::string> result;
+    std::optional<std::vector<int64_t>> clocks;
   };
 
   Engine(ShardConfig config, KeyWriter* writer);
@@ -174,9 +191,12 @@ class Engine {
   // The payload a pull returns, with the key locked.
   virtual std::string PullPayloadLocked(const KeyState& ks) const;
 
-  // Bumps the version, writes per the durability policy, wakes waiters. On a failed write
-  // the engine stops (every later call is UNAVAILABLE) and the error is returned.
-  absl::Status CompleteRoundLocked(KeyState& ks, KeyId key);
+  // Makes `next` the key's state at version + 1: INVALID_ARGUMENT naming `who` (the pushes
+  // that made the round) when a value is not finite, UNAVAILABLE when the durability policy
+  // writes this round and the write fails; the key is unchanged on both. Wakes waiters.
+  absl::Status CommitRoundLocked(KeyState& ks, KeyId key, NextState next, std::string_view who);
+  // OK when the state can be written now (or nothing is written before a checkpoint).
+  absl::Status Writable() const;
   absl::Status Usable() const;
   // The key's state: NOT_FOUND for another job or a key not on this shard.
   absl::StatusOr<KeyState*> Lookup(std::string_view job, KeyId key) const;
@@ -193,20 +213,19 @@ class Engine {
     std::vector<int64_t> clocks;
   };
   // ExportState's capture of ps_sync / ps_ec keys at capture_version_ (engine_state.cc): by
-  // ExportState for keys already there, by CompleteRoundLocked for the others.
+  // ExportState for keys already there, by CommitRoundLocked for the others.
   void CaptureLocked(const KeyState& ks, KeyId key);
   checkpoint::ProcessState StateOf(const std::map<KeyId, KeyCopy>& copies, int64_t version) const;
 
   absl::Status CheckWorker(int worker) const;
   absl::Status WriteLocked(KeyState& ks, KeyId key);
+  absl::Status WriteView(KeyRecordView view);
 
   KeyWriter* writer_;
   std::map<KeyId, std::unique_ptr<KeyState>> keys_;  // this shard's keys; fixed after Create
   mutable std::mutex live_mu_;
   std::vector<bool> live_;
   std::atomic<bool> shutdown_{false};
-  mutable std::mutex failure_mu_;
-  absl::Status failure_;
   std::atomic<int64_t> pushes_{0}, pulls_{0}, rejected_{0}, rounds_{0}, writes_{0};
 
   std::mutex export_mu_;                      // one ExportState at a time

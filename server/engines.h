@@ -43,6 +43,9 @@ class EcEngine final : public Engine {
 absl::Status CheckRound(const ShardConfig& config, int64_t version, const std::vector<bool>& pushed,
                         const PushArgs& args);
 
+// "the pushes of workers 0, 1 and 2": who made a round, for the messages of a refused one.
+std::string PushersOf(const std::vector<bool>& pushed);
+
 // INVALID_ARGUMENT unless `data` holds exactly `count` fp32 values, all finite.
 absl::Status CheckFp32Gradient(const PushArgs& args, int64_t count);
 // The index of the first NaN or infinity among fp32 bytes, or -1.

@@ -37,6 +37,9 @@ class KeyWriter {
  public:
   virtual ~KeyWriter() = default;
   virtual absl::Status Write(const std::string& job, const KeyRecordView& record) = 0;
+  // OK when writes work now; else UNAVAILABLE naming the cause (a full or broken disk), so a
+  // push can be refused before it changes anything.
+  virtual absl::Status Writable() { return absl::OkStatus(); }
 };
 
 }  // namespace herd::server

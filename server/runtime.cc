@@ -66,7 +66,7 @@ class ShardProcess {
     const std::string state = std::filesystem::absolute(o_.state_dir, ec).lexically_normal();
     if (o_.name.empty()) o_.name = "server-" + HostName() + ":" + state;
     // The state first: a second shard on the same directory stops here, before registering.
-    HERD_ASSIGN_OR_RETURN(store_, ShardStore::Open(state));
+    HERD_ASSIGN_OR_RETURN(store_, ShardStore::Open(state, {o_.accept_data_loss, nullptr}));
     state_dir_ = state;
     HERD_ASSIGN_OR_RETURN(listener_, ShardServer::Start(o_.service));
     HERD_ASSIGN_OR_RETURN(sched_, scheduler::SchedulerClient::Connect(o_.scheduler));

@@ -30,8 +30,9 @@ namespace herd::server {
 struct ShardOptions {
   scheduler::ClientOptions scheduler;
   ServiceOptions service;
-  std::string job;        // empty: the only job on the scheduler waiting for a shard
-  std::string state_dir;  // the shard's RocksDB state
+  std::string job;                // empty: the only job on the scheduler waiting for a shard
+  std::string state_dir;          // the shard's RocksDB state
+  bool accept_data_loss = false;  // open a damaged state at its last consistent point
   Durability durability;
   std::string advertise;  // host:port the workers dial (default: the listen host, bound port)
   std::string name;       // default: server-HOST:STATE-DIR (a restart retakes its shard id)

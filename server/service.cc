@@ -11,6 +11,7 @@
 #include "common/logging.h"
 #include "herd/v1/ps.grpc.pb.h"
 #include "proto/rpc/grpc_support.h"
+#include "server/idle_watchdog.h"
 
 namespace herd::server {
 namespace {
@@ -70,9 +71,18 @@ absl::Status CheckWireDtype(const std::string& dtype, int tensor, int chunk, con
                       tensor, chunk, dtype));
 }
 
+// The answer to a stream the watchdog ended: the client sees CANCELLED (the call was
+// cancelled to free the thread), the log and a client that asks see why.
+grpc::Status IdleError(const IdleWatchdog& w, const char* rpc) {
+  return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                      absl::StrFormat("%s stream sent nothing for %d ms: the shard ended it", rpc,
+                                      w.idle().count()));
+}
+
 class PsService final : public herd::v1::ParameterServer::Service {
  public:
-  explicit PsService(const std::string& token) : token_(token, "the parameter-server shard") {}
+  PsService(const std::string& token, std::chrono::milliseconds idle)
+      : token_(token, "the parameter-server shard"), watchdog_(idle) {}
 
   void SetEngine(Engine* e) { engine_.store(e); }
 
@@ -81,7 +91,8 @@ class PsService final : public herd::v1::ParameterServer::Service {
     Engine* e = nullptr;
     if (auto st = Begin(ctx, &e); !st.ok()) return st;
     herd::v1::InitKeyChunk c;
-    while (reader->Read(&c)) {
+    bool idle = false;
+    while (ReadWithin(&watchdog_, ctx, reader, &c, &idle)) {
       if (auto st = CheckWireDtype(c.dtype(), c.tensor(), c.chunk(), "initial value"); !st.ok()) {
         return ToGrpc(st);
       }
@@ -99,6 +110,7 @@ class PsService final : public herd::v1::ParameterServer::Service {
         resp->set_already(resp->already() + 1);
       }
     }
+    if (idle) return IdleError(watchdog_, "InitKeys");
     return grpc::Status::OK;
   }
 
@@ -217,7 +229,8 @@ class PsService final : public herd::v1::ParameterServer::Service {
                             std::string* job = nullptr, int* worker = nullptr) {
     const Deadline deadline = CallDeadline(ctx);
     PushChunk c;
-    while (reader->Read(&c)) {
+    bool idle = false;
+    while (ReadWithin(&watchdog_, ctx, reader, &c, &idle)) {
       if (job != nullptr && rounds->empty()) {
         *job = c.job();
         *worker = c.worker();
@@ -228,6 +241,7 @@ class PsService final : public herd::v1::ParameterServer::Service {
       if (auto st = e->Push(ArgsOf(c), deadline); !st.ok()) return ToGrpc(st);
       rounds->emplace_back(KeyId{c.tensor(), c.chunk()}, c.round());
     }
+    if (idle) return IdleError(watchdog_, "push");
     return grpc::Status::OK;
   }
 
@@ -251,13 +265,14 @@ class PsService final : public herd::v1::ParameterServer::Service {
   grpc::Status Authenticate(const ServerContext* ctx) const { return token_.Check(ctx); }
 
   const rpc::BearerTokenCheck token_;
+  IdleWatchdog watchdog_;
   std::atomic<Engine*> engine_{nullptr};
 };
 
 class GrpcShardServer final : public ShardServer {
  public:
   explicit GrpcShardServer(const ServiceOptions& options)
-      : service_(std::make_unique<PsService>(options.token)) {}
+      : service_(std::make_unique<PsService>(options.token, options.stream_idle_timeout)) {}
   ~GrpcShardServer() override { Shutdown(); }
 
   absl::Status Start(const ServiceOptions& options) {

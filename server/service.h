@@ -9,6 +9,7 @@
 //
 // gRPC headers stay inside service.cc.
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -25,6 +26,9 @@ struct ServiceOptions {
   // Most threads serving calls at once (0: gRPC's default). Pushes and pulls of a round in
   // progress each hold one, so keep it above twice the job's workers.
   int threads = 0;
+  // A client stream silent this long while the shard waits for its next message is cancelled,
+  // so silent streams cannot hold every serving thread (server/idle_watchdog.h).
+  std::chrono::milliseconds stream_idle_timeout{std::chrono::seconds(30)};
 };
 
 class ShardServer {

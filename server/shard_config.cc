@@ -1,5 +1,6 @@
 #include "server/shard_config.h"
 
+#include <cmath>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -137,13 +138,27 @@ absl::StatusOr<ShardConfig> ShardConfigFromJob(const herd::v1::JobSpec& spec,
   auto kind = ParseOptimizer(spec.optimizer().name());
   if (!kind.ok()) return kind.status();
   c.optimizer.kind = *kind;
-  if (spec.optimizer().learning_rate() > 0) {
-    c.optimizer.learning_rate = spec.optimizer().learning_rate();
+  // The scheduler validates these too; a shard checks them again because a NaN or infinity
+  // here would make every round non-finite (and the spec may come from an older scheduler).
+  const auto& opt = spec.optimizer();
+  auto bad = [&](const char* field, double v, const char* range) {
+    return absl::InvalidArgumentError(absl::StrFormat("job '%s': optimizer %s is %g; it must be %s",
+                                                      spec.name(), field, v, range));
+  };
+  if (!std::isfinite(opt.learning_rate()) || opt.learning_rate() < 0) {
+    return bad("learning_rate", opt.learning_rate(), "finite and > 0 (0: the default)");
   }
+  if (!std::isfinite(opt.momentum()) || opt.momentum() < 0 || opt.momentum() >= 1) {
+    return bad("momentum", opt.momentum(), "in [0, 1)");
+  }
+  if (!std::isfinite(opt.weight_decay()) || opt.weight_decay() < 0) {
+    return bad("weight_decay", opt.weight_decay(), "finite and >= 0");
+  }
+  if (opt.learning_rate() > 0) c.optimizer.learning_rate = opt.learning_rate();
   if (c.optimizer.kind == OptimizerConfig::Kind::kMomentum) {
-    c.optimizer.momentum = spec.optimizer().momentum() > 0 ? spec.optimizer().momentum() : 0.9;
+    c.optimizer.momentum = opt.momentum() > 0 ? opt.momentum() : 0.9;
   }
-  c.optimizer.weight_decay = spec.optimizer().weight_decay();
+  c.optimizer.weight_decay = opt.weight_decay();
   for (const auto& t : spec.tensors()) {
     c.tensor_names.push_back(t.name());
     if (t.dtype() != "fp32" && t.dtype() != "float32") {

@@ -56,24 +56,61 @@ int64_t FirstNonFinite(std::string_view fp32_bytes) {
   return -1;
 }
 
+std::string PushersOf(const std::vector<bool>& pushed) {
+  std::vector<int> ranks;
+  for (size_t w = 0; w < pushed.size(); ++w) {
+    if (pushed[w]) ranks.push_back(static_cast<int>(w));
+  }
+  if (ranks.size() == 1) return absl::StrFormat("the push of worker %d", ranks[0]);
+  std::string out = "the pushes of workers ";
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (i > 0) out += i + 1 == ranks.size() ? " and " : ", ";
+    out += std::to_string(ranks[i]);
+  }
+  return out;
+}
+
 absl::Status SyncEngine::PushLocked(KeyState& ks, const PushArgs& args,
                                     std::unique_lock<std::mutex>&, Deadline) {
   HERD_RETURN_IF_ERROR(CheckRound(config_, ks.version, ks.pushed, args));
   HERD_RETURN_IF_ERROR(CheckFp32Gradient(args, ks.count));
   const auto* grad = reinterpret_cast<const float*>(args.data.data());
-  for (int64_t i = 0; i < ks.count; ++i) ks.accum[i] += grad[i];
-  ks.pushed[args.worker] = true;
-  if (++ks.pushed_count < config_.workers) return absl::OkStatus();
-
+  if (ks.pushed_count + 1 < config_.workers) {
+    if (ks.pushed_count == 0) ks.refused_round = -1;  // a new try of a refused round
+    for (int64_t i = 0; i < ks.count; ++i) ks.accum[i] += grad[i];
+    ks.pushed[args.worker] = true;
+    ++ks.pushed_count;
+    return absl::OkStatus();
+  }
+  // The last push of the round: the round is computed beside the key's state, and taken only
+  // when it is finite and written (CommitRoundLocked). Until then this push is not added, so a
+  // failed write can be retried by pushing again.
+  std::vector<float> mean(ks.accum);
+  for (int64_t i = 0; i < ks.count; ++i) mean[i] += grad[i];
   if (config_.average && config_.workers > 1) {
     const float inv = 1.0f / static_cast<float>(config_.workers);
-    for (float& g : ks.accum) g *= inv;
+    for (float& g : mean) g *= inv;
   }
-  ApplyOptimizer(config_.optimizer, ks.params, ks.accum, ks.slot0, ks.slot1, ks.version + 1);
+  NextState next;
+  next.params = ks.params;
+  next.slot0 = ks.slot0;
+  next.slot1 = ks.slot1;
+  ApplyOptimizer(config_.optimizer, *next.params, mean, *next.slot0, *next.slot1, ks.version + 1);
+  std::vector<bool> pushers = ks.pushed;
+  pushers[args.worker] = true;
+  absl::Status st = CommitRoundLocked(ks, args.key, std::move(next), PushersOf(pushers));
+  if (absl::IsUnavailable(st)) return st;  // not written: the round waits for this push again
+  // Taken or refused, the round is over: a refused one (non-finite) is dropped whole and
+  // reopened, and whoever waits for it hears why.
   std::fill(ks.accum.begin(), ks.accum.end(), 0.0f);
   std::fill(ks.pushed.begin(), ks.pushed.end(), false);
   ks.pushed_count = 0;
-  return CompleteRoundLocked(ks, args.key);
+  if (!st.ok()) {
+    ks.refused_round = ks.version;
+    ks.refused = st;
+    ks.cv.notify_all();
+  }
+  return st;
 }
 
 }  // namespace herd::server

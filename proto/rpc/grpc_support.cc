@@ -81,6 +81,14 @@ BearerTokenCheck::BearerTokenCheck(const std::string& token, std::string service
 grpc::Status BearerTokenCheck::Check(const grpc::ServerContext* ctx) const {
   if (expected_.empty()) return grpc::Status::OK;
   const auto& md = ctx->client_metadata();
+  // Two credentials (one right, one wrong) are refused whatever their order: a proxy or client
+  // that adds its own header must not have one of them win silently.
+  if (md.count("authorization") > 1) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        absl::StrFormat("the call carries %d authorization headers; %s takes "
+                                        "exactly one bearer token",
+                                        md.count("authorization"), service_));
+  }
   auto it = md.find("authorization");
   if (it == md.end()) {
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,

@@ -45,7 +45,7 @@ class BearerTokenCheck {
  public:
   // An empty token accepts every call.
   BearerTokenCheck(const std::string& token, std::string service);
-  // OK, or UNAUTHENTICATED saying whether the token was missing or wrong.
+  // OK, or UNAUTHENTICATED saying whether the token was missing, wrong or given twice.
   grpc::Status Check(const grpc::ServerContext* ctx) const;
 
  private:

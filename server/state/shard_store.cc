@@ -45,75 +45,62 @@ std::vector<T> FromBytes(const std::string& bytes) {
   return v;
 }
 
-absl::Status FromRocks(const rocksdb::Status& st, const std::string& what) {
-  if (st.ok()) return absl::OkStatus();
-  return absl::InternalError(absl::StrFormat("%s: %s", what, st.ToString()));
-}
-
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ShardStore>> ShardStore::Open(const std::string& dir) {
-  rocksdb::DBOptions db_options;
-  db_options.create_if_missing = true;
-  db_options.create_missing_column_families = true;
-  rocksdb::ColumnFamilyOptions cf_options;
+absl::StatusOr<std::unique_ptr<ShardStore>> ShardStore::Open(const std::string& dir,
+                                                             Options options) {
+  storage::DatabaseOptions o;
+  o.dir = dir;
+  o.what = "the shard state";
+  o.column_families.assign(kCfNames + 1, kCfNames + kCount);
   // Values are whole chunks (up to a few MiB): keep them in blob files so compactions move
   // keys, not megabytes of parameters.
-  cf_options.enable_blob_files = true;
-  cf_options.min_blob_size = 4096;
-  cf_options.write_buffer_size = 128 << 20;
-  std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
-  for (const char* name : kCfNames) cfs.emplace_back(name, cf_options);
+  o.cf_options.enable_blob_files = true;
+  o.cf_options.min_blob_size = 4096;
+  o.cf_options.write_buffer_size = 128 << 20;
+  o.accept_data_loss = options.accept_data_loss;
+  o.file_system = std::move(options.file_system);
   auto store = std::unique_ptr<ShardStore>(new ShardStore());
   store->dir_ = dir;
-  rocksdb::DB* raw = nullptr;
-  rocksdb::Status st = rocksdb::DB::Open(db_options, dir, cfs, &store->handles_, &raw);
-  if (!st.ok()) {
-    if (st.IsIOError() && st.ToString().find("lock") != std::string::npos) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "the state directory %s is in use by another process (%s)", dir, st.ToString()));
-    }
-    return absl::FailedPreconditionError(
-        absl::StrFormat("cannot open the shard state in %s: %s", dir, st.ToString()));
-  }
-  store->db_.reset(raw);
+  HERD_ASSIGN_OR_RETURN(store->db_, storage::Database::Open(std::move(o)));
   return store;
 }
 
-ShardStore::~ShardStore() {
-  if (db_ == nullptr) return;
-  for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h);
-  db_->Close();
-}
+ShardStore::~ShardStore() = default;
 
 absl::Status ShardStore::Write(const std::string& job, const KeyRecordView& r) {
   const std::string key = RowKey(job, r.key);
-  rocksdb::WriteBatch batch;
-  // Empty parameters: unchanged since they were last written (ps_ec); keep that row.
-  if (!r.params.empty()) batch.Put(handles_[kParams], key, Floats(r.params));
-  if (!r.slot0.empty() || !r.slot1.empty()) {
-    const rocksdb::Slice key_slice(key);
-    const rocksdb::Slice parts[2] = {Floats(r.slot0), Floats(r.slot1)};
-    batch.Put(handles_[kOptimizer], rocksdb::SliceParts(&key_slice, 1),
-              rocksdb::SliceParts(parts, 2));
-  }
-  if (!r.epsilon.empty()) batch.Put(handles_[kResidual], key, Floats(r.epsilon));
-  if (!r.result.empty()) {
-    batch.Put(handles_[kResult], key, rocksdb::Slice(r.result.data(), r.result.size()));
-  }
   std::string meta(sizeof(int64_t), '\0');
   std::memcpy(meta.data(), &r.version, sizeof(int64_t));
   meta.append(reinterpret_cast<const char*>(r.clocks.data()), r.clocks.size() * sizeof(int64_t));
-  batch.Put(handles_[kMeta], key, meta);
-  rocksdb::WriteOptions options;  // through the WAL: survives a process kill
-  return FromRocks(db_->Write(options, &batch),
-                   absl::StrFormat("writing key %s of job '%s' to %s", KeyName(r.key), job, dir_));
+  // Through the WAL, not synced: survives a process kill.
+  return db_->Write(absl::StrFormat("writing key %s of job '%s'", KeyName(r.key), job),
+                    /*sync=*/false, [&](rocksdb::WriteBatch& batch) {
+                      // Empty parameters: unchanged since they were last written (ps_ec); keep that
+                      // row.
+                      if (!r.params.empty()) batch.Put(db_->handle(kParams), key, Floats(r.params));
+                      if (!r.slot0.empty() || !r.slot1.empty()) {
+                        const rocksdb::Slice key_slice(key);
+                        const rocksdb::Slice parts[2] = {Floats(r.slot0), Floats(r.slot1)};
+                        batch.Put(db_->handle(kOptimizer), rocksdb::SliceParts(&key_slice, 1),
+                                  rocksdb::SliceParts(parts, 2));
+                      }
+                      if (!r.epsilon.empty())
+                        batch.Put(db_->handle(kResidual), key, Floats(r.epsilon));
+                      if (!r.result.empty()) {
+                        batch.Put(db_->handle(kResult), key,
+                                  rocksdb::Slice(r.result.data(), r.result.size()));
+                      }
+                      batch.Put(db_->handle(kMeta), key, meta);
+                    });
 }
 
 absl::StatusOr<std::vector<KeyRecord>> ShardStore::Load(const std::string& job) {
   std::vector<KeyRecord> out;
   const std::string prefix = Prefix(job);
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), handles_[kMeta]));
+  auto pin = db_->Pin();
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->db()->NewIterator(rocksdb::ReadOptions(), db_->handle(kMeta)));
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     const rocksdb::Slice k = it->key();
     const std::string meta = it->value().ToString();
@@ -131,9 +118,10 @@ absl::StatusOr<std::vector<KeyRecord>> ShardStore::Load(const std::string& job) 
     std::string value;
     auto get = [&](Cf cf, std::string* v) -> absl::Status {
       v->clear();
-      auto st = db_->Get(rocksdb::ReadOptions(), handles_[cf], row, v);
+      auto st = db_->db()->Get(rocksdb::ReadOptions(), db_->handle(cf), row, v);
       if (st.IsNotFound()) return absl::OkStatus();
-      return FromRocks(st, absl::StrFormat("reading %s of key %s", kCfNames[cf], KeyName(r.key)));
+      return db_->ReadError(st,
+                            absl::StrFormat("reading %s of key %s", kCfNames[cf], KeyName(r.key)));
     };
     HERD_RETURN_IF_ERROR(get(kParams, &value));
     r.params = FromBytes<float>(value);
@@ -156,7 +144,7 @@ absl::StatusOr<std::vector<KeyRecord>> ShardStore::Load(const std::string& job) 
     }
     out.push_back(std::move(r));
   }
-  HERD_RETURN_IF_ERROR(FromRocks(it->status(), "reading the shard state in " + dir_));
+  HERD_RETURN_IF_ERROR(db_->ReadError(it->status(), "reading the keys of job '" + job + "'"));
   return out;
 }
 

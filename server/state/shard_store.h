@@ -9,7 +9,9 @@
 // (tensor and chunk big-endian 32-bit). All the writes of one key's round are one WriteBatch,
 // so a restart sees a key either before or after a round, never half of one. Writes go through
 // the write-ahead log: a write that returned survives a SIGKILL of the shard (not a power cut:
-// the log is not fsynced; see docs/parameter_server.md).
+// the log is not fsynced; see docs/parameter_server.md). Opening, damage and disk faults
+// follow storage/database.h: a damaged log is DATA_LOSS, a failed write UNAVAILABLE until the
+// disk is back.
 
 #include <memory>
 #include <string>
@@ -17,30 +19,33 @@
 
 #include "absl/status/statusor.h"
 #include "server/key_record.h"
-
-namespace rocksdb {
-class DB;
-class ColumnFamilyHandle;
-}  // namespace rocksdb
+#include "storage/database.h"
 
 namespace herd::server {
 
 class ShardStore final : public KeyWriter {
  public:
+  struct Options {
+    bool accept_data_loss = false;                     // --accept-data-loss
+    std::shared_ptr<rocksdb::FileSystem> file_system;  // null: the local disk (tests: faults)
+  };
   // Opens (creating if missing) the database in `dir`. FAILED_PRECONDITION when another
-  // process holds it, naming the directory.
-  static absl::StatusOr<std::unique_ptr<ShardStore>> Open(const std::string& dir);
+  // process holds it, naming the directory; DATA_LOSS when it is damaged.
+  static absl::StatusOr<std::unique_ptr<ShardStore>> Open(const std::string& dir, Options options);
+  static absl::StatusOr<std::unique_ptr<ShardStore>> Open(const std::string& dir) {
+    return Open(dir, Options{});
+  }
   ~ShardStore() override;
 
   absl::Status Write(const std::string& job, const KeyRecordView& record) override;
+  absl::Status Writable() override { return db_->Writable(); }
   // Every key stored for `job`. DATA_LOSS for a record that does not parse.
   absl::StatusOr<std::vector<KeyRecord>> Load(const std::string& job);
 
  private:
   ShardStore() = default;
   std::string dir_;
-  std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // default, then the kinds above
-  std::unique_ptr<rocksdb::DB> db_;
+  std::unique_ptr<storage::Database> db_;
 };
 
 }  // namespace herd::server
