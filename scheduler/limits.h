@@ -112,9 +112,11 @@ inline constexpr size_t kMaxStoreBytesTotal = 1 << 30;
 
 // --- JobSpec files (the client's YAML reader) --------------------------------------------------
 
-// A JobSpec file larger than a request could carry cannot be submitted: refused before it is
-// read.
-inline constexpr size_t kMaxSpecFileBytes = kMaxRequestBytes;
+// A JobSpec file, refused before it is read whole. The YAML parser holds about 50 bytes per byte
+// of text (a 50 MB file took 2.3 GB), so 1 MiB keeps the client below about 100 MB; a spec of
+// 16384 tensors with short names fits. A larger model leaves `tensors` out: the workers
+// declare it (DeclareModel).
+inline constexpr size_t kMaxSpecFileBytes = 1 << 20;
 // Nesting of YAML collections: a JobSpec nests 3 deep (tensors -> tensor -> shape); the YAML
 // parser recurses once per level, so deep nesting could exhaust the client's stack. Checked by
 // a scan of the text before it is parsed.

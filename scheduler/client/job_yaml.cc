@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "absl/strings/str_format.h"
+#include "scheduler/client/yaml_nesting.h"
+#include "scheduler/limits.h"
 
 namespace herd::scheduler {
 namespace {
@@ -43,6 +45,12 @@ absl::Status ReadTensor(const YAML::Node& t, herd::v1::TensorSpec* out) {
     if (key == "name") {
       std::string s;
       HERD_YAML_ASSIGN(s, Scalar<std::string>(v, key));
+      // Checked here too, not only by the scheduler: an alias repeats a node without repeating
+      // its text, so a small file could otherwise expand into a huge spec in the client.
+      if (s.size() > limits::kMaxTensorNameBytes) {
+        return At(v, absl::StrFormat("a tensor name has %d bytes, more than %d", s.size(),
+                                     limits::kMaxTensorNameBytes));
+      }
       out->set_name(s);
     } else if (key == "dtype") {
       std::string s;
@@ -50,6 +58,10 @@ absl::Status ReadTensor(const YAML::Node& t, herd::v1::TensorSpec* out) {
       out->set_dtype(s);
     } else if (key == "shape") {
       if (!v.IsSequence()) return At(v, "'shape' is a list of dimensions, e.g. [128, 784]");
+      if (v.size() > static_cast<size_t>(limits::kMaxTensorRank)) {
+        return At(v, absl::StrFormat("a shape has %d dimensions, more than %d", v.size(),
+                                     limits::kMaxTensorRank));
+      }
       for (const auto& d : v) {
         int64_t dim = 0;
         HERD_YAML_ASSIGN(dim, Scalar<int64_t>(d, "shape"));
@@ -113,9 +125,9 @@ absl::Status ReadTraining(const YAML::Node& o, herd::v1::TrainingSpec* out) {
       HERD_YAML_ASSIGN(i, Scalar<int64_t>(kv.second, key));
       out->set_train_samples(i);
     } else {
-      return At(kv.first, absl::StrFormat(
-                              "unknown training field '%s' (model, epochs, batch_size, train_samples)",
-                              key));
+      return At(kv.first,
+                absl::StrFormat(
+                    "unknown training field '%s' (model, epochs, batch_size, train_samples)", key));
     }
   }
   return absl::OkStatus();
@@ -181,6 +193,9 @@ absl::StatusOr<herd::v1::JobSpec> FromNode(const YAML::Node& root) {
       if (auto st = ReadTraining(v, spec.mutable_training()); !st.ok()) return st;
     } else if (key == "tensors") {
       if (!v.IsSequence()) return At(v, "'tensors' is a list of {name, shape, dtype}");
+      if (v.size() > static_cast<size_t>(limits::kMaxTensors)) {
+        return At(v, absl::StrFormat("%d tensors, more than %d", v.size(), limits::kMaxTensors));
+      }
       for (const auto& t : v) {
         if (auto st = ReadTensor(t, spec.add_tensors()); !st.ok()) return st;
       }
@@ -196,6 +211,12 @@ absl::StatusOr<herd::v1::JobSpec> FromNode(const YAML::Node& root) {
 }  // namespace
 
 absl::StatusOr<herd::v1::JobSpec> ParseJobSpecYaml(std::string_view text) {
+  if (text.size() > limits::kMaxSpecFileBytes) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "job spec has %d bytes, more than %d; leave the tensors out (the workers declare them)",
+        text.size(), limits::kMaxSpecFileBytes));
+  }
+  if (auto st = CheckYamlNesting(text, limits::kMaxSpecNesting); !st.ok()) return st;
   YAML::Node root;
   try {
     root = YAML::Load(std::string(text));
@@ -212,9 +233,17 @@ absl::StatusOr<herd::v1::JobSpec> ParseJobSpecYaml(std::string_view text) {
 absl::StatusOr<herd::v1::JobSpec> LoadJobSpecFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::InvalidArgumentError(absl::StrFormat("cannot read job spec file %s", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  auto spec = ParseJobSpecYaml(ss.str());
+  // At most one byte past the bound is read: a huge file is refused without reading it whole
+  // (and a pipe or device has no size to ask for).
+  std::string text(limits::kMaxSpecFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > limits::kMaxSpecFileBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: a job spec file has at most %d bytes; this one has more", path,
+                        limits::kMaxSpecFileBytes));
+  }
+  auto spec = ParseJobSpecYaml(text);
   if (!spec.ok()) {
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: %s", path, std::string(spec.status().message())));
