@@ -176,7 +176,7 @@ absl::StatusOr<SchedulerCore::Job*> SchedulerCore::FindJob(std::string_view name
   auto it = jobs_.find(name);
   if (it == jobs_.end()) {
     return absl::NotFoundError(
-        absl::StrFormat("job '%s' does not exist; `herd job list` shows the jobs", name));
+        absl::StrFormat("job '%s' does not exist; `herd job list` shows the jobs", Echo(name)));
   }
   return &it->second;
 }
