@@ -8,6 +8,8 @@
 #include "common/status.h"
 #include "plan/modes.h"
 #include "plan/topology.h"
+#include "scheduler/bounds.h"
+#include "scheduler/limits.h"
 
 namespace herd::scheduler {
 namespace {
@@ -17,8 +19,6 @@ using herd::v1::ModeSpec;
 
 constexpr int64_t kDefaultChunkBytes = 1 << 20;
 constexpr int32_t kUnboundedStaleness = -1;  // job.proto: no bound (fully asynchronous)
-constexpr int32_t kMaxProcesses = 65536;
-constexpr int kMaxTensors = 1 << 20;
 
 const std::set<std::string, std::less<>> kOptimizers = {"sgd", "momentum", "adam"};
 
@@ -53,19 +53,23 @@ absl::Status ValidateJobName(std::string_view name) {
   auto ok_char = [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
   };
-  const bool ok = !name.empty() && name.size() <= 63 && ok_char(name[0]) && name[0] != '.' &&
-                  name[0] != '_' && name[0] != '-' &&
+  const bool ok = !name.empty() && name.size() <= limits::kMaxJobNameBytes && ok_char(name[0]) &&
+                  name[0] != '.' && name[0] != '_' && name[0] != '-' &&
                   std::all_of(name.begin(), name.end(), ok_char);
   if (!ok) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "job name '%s' is not valid: use 1-63 characters of [a-z0-9._-], starting with a letter "
+        "job name '%s' is not valid: use 1-%d characters of [a-z0-9._-], starting with a letter "
         "or digit",
-        name));
+        Echo(name), limits::kMaxJobNameBytes));
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<ModeSpec> NormalizeMode(const ModeSpec& in, const JobSpec& spec) {
+  // The words are echoed in messages and stored: bounded before anything looks them up.
+  HERD_RETURN_IF_ERROR(CheckText("mode", in.mode(), limits::kMaxWordBytes));
+  HERD_RETURN_IF_ERROR(CheckText("topology", in.topology(), limits::kMaxWordBytes, true));
+  HERD_RETURN_IF_ERROR(CheckText("compressor", in.compressor(), limits::kMaxWordBytes, true));
   HERD_ASSIGN_OR_RETURN(const plan::ModeInfo* m, plan::LookUpMode(in.mode()));
   ModeSpec out = in;
   // Parameters that do not apply are rejected rather than ignored: a typo must not be silent.
@@ -91,8 +95,9 @@ absl::StatusOr<ModeSpec> NormalizeMode(const ModeSpec& in, const JobSpec& spec) 
   }
   if (m->Takes(plan::Param::kTeams)) {
     if (out.teams() == 0) out.set_teams(defaults.teams);
-    if (out.teams() < 1) {
-      return absl::InvalidArgumentError(absl::StrFormat("teams must be >= 1, got %d", out.teams()));
+    if (out.teams() < 1 || out.teams() > limits::kMaxWorkers) {
+      return absl::InvalidArgumentError(absl::StrFormat("teams must be between 1 and %d, got %d",
+                                                        limits::kMaxWorkers, out.teams()));
     }
     if (spec.workers() % out.teams() != 0) {
       return absl::FailedPreconditionError(absl::StrFormat(
@@ -109,9 +114,10 @@ absl::StatusOr<ModeSpec> NormalizeMode(const ModeSpec& in, const JobSpec& spec) 
   }
   if (m->Takes(plan::Param::kBlockBytes)) {
     if (out.block_bytes() == 0) out.set_block_bytes(defaults.block_bytes);
-    if (out.block_bytes() < 1) {
+    if (out.block_bytes() < 1 || out.block_bytes() > limits::kMaxBlockBytes) {
       return absl::InvalidArgumentError(
-          absl::StrFormat("block_bytes must be >= 1, got %d", out.block_bytes()));
+          absl::StrFormat("block_bytes must be between 1 and %d, got %d", limits::kMaxBlockBytes,
+                          out.block_bytes()));
     }
   }
   if (m->Takes(plan::Param::kStaleness)) {
@@ -147,34 +153,44 @@ absl::StatusOr<ModeSpec> NormalizeMode(const ModeSpec& in, const JobSpec& spec) 
 absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& in) {
   JobSpec out = in;
   if (auto st = ValidateJobName(in.name()); !st.ok()) return st;
-  if (in.workers() < 1 || in.workers() > kMaxProcesses) {
+  if (in.workers() < 1 || in.workers() > limits::kMaxWorkers) {
     return absl::InvalidArgumentError(
         absl::StrFormat("job '%s': workers must be between 1 and %d, got %d", in.name(),
-                        kMaxProcesses, in.workers()));
+                        limits::kMaxWorkers, in.workers()));
   }
-  if (in.servers() < 0 || in.servers() > kMaxProcesses) {
+  if (in.servers() < 0 || in.servers() > limits::kMaxServers) {
     return absl::InvalidArgumentError(
         absl::StrFormat("job '%s': servers must be between 0 and %d, got %d", in.name(),
-                        kMaxProcesses, in.servers()));
+                        limits::kMaxServers, in.servers()));
   }
   // No tensors: the first worker declares its model's layout (DeclareModel), and the job
   // starts once it has.
-  if (in.tensors_size() > kMaxTensors) {
+  if (in.tensors_size() > limits::kMaxTensors) {
     return absl::InvalidArgumentError(absl::StrFormat("job '%s' lists %d tensors, more than %d",
-                                                      in.name(), in.tensors_size(), kMaxTensors));
+                                                      in.name(), in.tensors_size(),
+                                                      limits::kMaxTensors));
   }
+  if (in.chunk_bytes() < 0 || in.chunk_bytes() > limits::kMaxChunkBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("job '%s': chunk_bytes must be between 1 and %d (0: the default), got %d",
+                        in.name(), limits::kMaxChunkBytes, in.chunk_bytes()));
+  }
+  if (in.chunk_bytes() == 0) out.set_chunk_bytes(kDefaultChunkBytes);
   std::set<std::string, std::less<>> names;
+  int64_t model_elements = 0;
   for (int i = 0; i < in.tensors_size(); ++i) {
     const auto& t = in.tensors(i);
-    if (t.name().empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("job '%s': tensor #%d has no name", in.name(), i));
-    }
+    HERD_RETURN_IF_ERROR(
+        CheckText(absl::StrFormat("job '%s': the name of tensor #%d", in.name(), i), t.name(),
+                  limits::kMaxTensorNameBytes));
     if (!names.insert(t.name()).second) {
       return absl::InvalidArgumentError(
           absl::StrFormat("job '%s': tensor name '%s' appears twice (#%d); names must be unique",
                           in.name(), t.name(), i));
     }
+    HERD_RETURN_IF_ERROR(
+        CheckText(absl::StrFormat("job '%s': the dtype of tensor '%s'", in.name(), t.name()),
+                  t.dtype(), limits::kMaxWordBytes, /*may_be_empty=*/true));
     auto dt = ParseDType(t.dtype());
     if (!dt.ok()) {
       return absl::InvalidArgumentError(absl::StrFormat("job '%s': tensor '%s' has dtype '%s': %s",
@@ -183,6 +199,11 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& in) {
     }
     // Canonical dtype names, so plans and status print one spelling.
     out.mutable_tensors(i)->set_dtype(std::string(DTypeName(*dt)));
+    if (t.shape_size() > limits::kMaxTensorRank) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("job '%s': tensor '%s' has %d dimensions, more than %d", in.name(),
+                          t.name(), t.shape_size(), limits::kMaxTensorRank));
+    }
     int64_t elements = 1;
     for (int64_t d : t.shape()) {
       if (d < 1) {
@@ -190,42 +211,61 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& in) {
             absl::StrFormat("job '%s': tensor '%s' has dimension %d; every dimension must be >= 1",
                             in.name(), t.name(), d));
       }
-      // 2^48 elements is far beyond any model tensor and keeps byte counts in int64.
-      if (elements > (int64_t{1} << 48) / d) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "job '%s': tensor '%s' has more than 2^48 elements", in.name(), t.name()));
+      if (elements > limits::kMaxTensorElements / d) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("job '%s': tensor '%s' has more than %d elements (2^40)", in.name(),
+                            t.name(), limits::kMaxTensorElements));
       }
       elements *= d;
     }
+    model_elements += elements;  // <= 2^14 tensors of <= 2^40 elements: no overflow
+    if (model_elements > limits::kMaxModelElements) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("job '%s': the model has more than %d elements (2^40) by tensor '%s'",
+                          in.name(), limits::kMaxModelElements, t.name()));
+    }
   }
-  if (in.chunk_bytes() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("job '%s': chunk_bytes must be >= 1, got %d", in.name(), in.chunk_bytes()));
+  // Every plan lists the shard map, built under the scheduler's lock: its size is bounded here,
+  // in closed form, before any map exists.
+  if (in.servers() > 0) {
+    const int64_t entries = ShardEntryCount(out);
+    if (entries > limits::kMaxShardEntries) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "job '%s': the model makes %d shard-map chunks of chunk_bytes %d, more than %d; use a "
+          "larger chunk_bytes (at most %d)",
+          in.name(), entries, out.chunk_bytes(), limits::kMaxShardEntries, limits::kMaxChunkBytes));
+    }
   }
-  if (in.chunk_bytes() == 0) out.set_chunk_bytes(kDefaultChunkBytes);
 
   auto* opt = out.mutable_optimizer();
+  HERD_RETURN_IF_ERROR(CheckText(absl::StrFormat("job '%s': optimizer name", in.name()),
+                                 opt->name(), limits::kMaxWordBytes, /*may_be_empty=*/true));
   if (opt->name().empty()) opt->set_name("sgd");
   if (!kOptimizers.contains(opt->name())) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "job '%s': unknown optimizer '%s'; use sgd, momentum or adam", in.name(), opt->name()));
   }
   if (opt->learning_rate() == 0) opt->set_learning_rate(0.01);
-  if (!(opt->learning_rate() > 0)) {
-    return absl::InvalidArgumentError(absl::StrFormat("job '%s': learning_rate must be > 0, got %g",
-                                                      in.name(), opt->learning_rate()));
+  // Written as !(in range) so NaN fails too; infinities fail the upper bound.
+  if (!(opt->learning_rate() > 0 && opt->learning_rate() <= limits::kMaxLearningRate)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("job '%s': learning_rate must be finite, > 0 and <= %g, got %g", in.name(),
+                        limits::kMaxLearningRate, opt->learning_rate()));
   }
   if (opt->name() == "momentum" && opt->momentum() == 0) opt->set_momentum(0.9);
   if (!(opt->momentum() >= 0 && opt->momentum() < 1)) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "job '%s': momentum must be in [0, 1), got %g", in.name(), opt->momentum()));
   }
-  if (!(opt->weight_decay() >= 0)) {
-    return absl::InvalidArgumentError(absl::StrFormat("job '%s': weight_decay must be >= 0, got %g",
-                                                      in.name(), opt->weight_decay()));
+  if (!(opt->weight_decay() >= 0 && opt->weight_decay() <= limits::kMaxWeightDecay)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("job '%s': weight_decay must be finite, >= 0 and <= %g, got %g", in.name(),
+                        limits::kMaxWeightDecay, opt->weight_decay()));
   }
 
   auto* training = out.mutable_training();
+  HERD_RETURN_IF_ERROR(CheckText(absl::StrFormat("job '%s': training model", in.name()),
+                                 training->model(), limits::kMaxWordBytes, true));
   if (training->model().empty()) training->set_model("cnn");
   if (training->model() != "cnn" && training->model() != "mlp") {
     return absl::InvalidArgumentError(

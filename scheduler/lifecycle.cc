@@ -11,7 +11,9 @@
 #include "common/dtype.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "scheduler/bounds.h"
 #include "scheduler/job_spec.h"
+#include "scheduler/limits.h"
 #include "scheduler/scheduler_core.h"
 
 namespace herd::scheduler {
@@ -21,9 +23,9 @@ using herd::v1::JobStatus;
 
 // Reasons end up in every JobStatus answer: bounded, so a long one cannot push `herd job list`
 // past the clients' message limit.
-constexpr size_t kMaxReasonBytes = 1024;
-constexpr int kMaxMetrics = 64;
-constexpr size_t kMaxMetricNameBytes = 128;
+using limits::kMaxMetricNameBytes;
+using limits::kMaxMetrics;
+using limits::kMaxReasonBytes;
 
 int64_t NowUnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -31,11 +33,17 @@ int64_t NowUnixMs() {
       .count();
 }
 
-// A reason a process sends: kept, cut to the bound (the start says the most).
+// A reason a process sends: kept, cut to the bound (the start says the most), control bytes
+// (newlines of a multi-line error included) made spaces so it prints on one line.
 std::string Bounded(std::string_view reason) {
-  if (reason.size() <= kMaxReasonBytes) return std::string(reason);
-  return absl::StrFormat("%s ... (%d bytes cut)", reason.substr(0, kMaxReasonBytes),
-                         reason.size() - kMaxReasonBytes);
+  std::string out(reason.substr(0, kMaxReasonBytes));
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  }
+  if (reason.size() > kMaxReasonBytes) {
+    out += absl::StrFormat(" ... (%d bytes cut)", reason.size() - kMaxReasonBytes);
+  }
+  return out;
 }
 
 std::string DescribeTensor(const herd::v1::TensorSpec& t) {
@@ -75,17 +83,16 @@ absl::Status ValidateResult(const herd::v1::TrainingResult& r) {
         absl::StrFormat("a result has at most %d metrics, got %d", kMaxMetrics, r.metrics_size()));
   }
   for (const auto& [name, value] : r.metrics()) {
-    if (name.empty() || name.size() > kMaxMetricNameBytes) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "metric names have 1-%d bytes, got one of %d", kMaxMetricNameBytes, name.size()));
-    }
+    HERD_RETURN_IF_ERROR(CheckText("a metric name", name, kMaxMetricNameBytes));
     if (!std::isfinite(value)) {
       return absl::InvalidArgumentError(
           absl::StrFormat("metric '%s' is %g; metrics must be finite", name, value));
     }
   }
-  if (r.executor().size() > kMaxReasonBytes || r.iterations() < 0) {
-    return absl::InvalidArgumentError("malformed result: negative iterations or a long executor");
+  HERD_RETURN_IF_ERROR(CheckText("the result's executor", r.executor(), kMaxReasonBytes, true));
+  if (r.iterations() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("a result has %d iterations; give a count >= 0", r.iterations()));
   }
   return absl::OkStatus();
 }
@@ -108,14 +115,13 @@ absl::Status SchedulerCore::CommitEnding(Job& job, JobStatus next) {
     Log().warn("scheduler: {}", std::string(st.message()));
   }
   job.kv.clear();
+  store_bytes_ -= job.kv_bytes;
+  job.kv_bytes = 0;
   return absl::OkStatus();
 }
 
 absl::StatusOr<JobStatus> SchedulerCore::CancelJob(std::string_view name, std::string_view reason) {
-  if (reason.size() > kMaxReasonBytes) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "a cancel reason has at most %d bytes, got %d", kMaxReasonBytes, reason.size()));
-  }
+  HERD_RETURN_IF_ERROR(CheckText("the cancel reason", reason, kMaxReasonBytes, true));
   std::lock_guard<std::mutex> lock(mu_);
   HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(name, "cancel the job"));
   JobStatus next = job->status;
@@ -181,6 +187,7 @@ absl::StatusOr<JobStatus> SchedulerCore::DeclareModel(const herd::v1::DeclareMod
   if (!reason.empty()) {
     AdvanceEpoch(next, std::move(reason));  // the layout changes the plan (the shard map)
   }
+  HERD_RETURN_IF_ERROR(CheckJobStatusSize(next, absl::StrFormat("the model %s declared", who)));
   HERD_RETURN_IF_ERROR(Commit(*job, std::move(next), next_node_id_, /*sync=*/true));
   return job->status;
 }
@@ -208,6 +215,8 @@ absl::StatusOr<JobStatus> SchedulerCore::FinishWorker(const herd::v1::FinishWork
     done &= m.finished() || !m.alive();
     finished += m.finished();
   }
+  HERD_RETURN_IF_ERROR(
+      CheckJobStatusSize(next, absl::StrFormat("the result of %s", DescribeMember(ref.role, *me))));
   if (!done) {
     HERD_RETURN_IF_ERROR(Commit(*job, std::move(next), next_node_id_, /*sync=*/true));
     return job->status;
@@ -262,6 +271,10 @@ absl::Status SchedulerCore::DeleteJob(std::string_view name) {
   for (auto it = nodes_.begin(); it != nodes_.end();) {
     it = it->second.job == name ? nodes_.erase(it) : std::next(it);
   }
+  for (auto it = replaced_.begin(); it != replaced_.end();) {
+    it = it->second.job == name ? replaced_.erase(it) : std::next(it);
+  }
+  store_bytes_ -= job->kv_bytes;
   jobs_.erase(jobs_.find(name));
   Log().info("scheduler: job '{}' deleted", name);
   changed_.notify_all();

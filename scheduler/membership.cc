@@ -8,15 +8,17 @@
 #include "common/logging.h"
 #include "common/status.h"
 #include "plan/modes.h"
+#include "scheduler/bounds.h"
+#include "scheduler/limits.h"
 #include "scheduler/plan_builder.h"
 #include "scheduler/scheduler_core.h"
 
 namespace herd::scheduler {
 namespace {
 
-constexpr size_t kMaxNameBytes = 128;
-constexpr size_t kMaxAddressBytes = 256;
-constexpr size_t kMaxUcxAddressBytes = 64 * 1024;
+using limits::kMaxAddressBytes;
+using limits::kMaxNodeNameBytes;
+using limits::kMaxUcxAddressBytes;
 
 bool ModeNeedsEveryWorker(const herd::v1::ModeSpec& mode) {
   const plan::ModeInfo* m = plan::FindMode(mode.mode());
@@ -30,11 +32,11 @@ std::string_view RoleName(herd::v1::Role role) {
 absl::Status ValidateNodeName(std::string_view name) {
   const bool printable =
       std::all_of(name.begin(), name.end(), [](char c) { return c > ' ' && c < 127; });
-  if (name.empty() || name.size() > kMaxNameBytes || !printable) {
+  if (name.empty() || name.size() > kMaxNodeNameBytes || !printable) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "node name '%s' is not valid: give 1-%d printable characters without spaces (e.g. the "
         "pod or host name)",
-        name, kMaxNameBytes));
+        Echo(name), kMaxNodeNameBytes));
   }
   return absl::OkStatus();
 }
@@ -49,11 +51,14 @@ absl::StatusOr<herd::v1::RegisterNodeResponse> SchedulerCore::RegisterNode(
                         req.name(), static_cast<int>(req.role())));
   }
   HERD_RETURN_IF_ERROR(ValidateNodeName(req.name()));
-  if (req.address().size() > kMaxAddressBytes || req.ucx_address().size() > kMaxUcxAddressBytes ||
-      req.host().size() > kMaxAddressBytes) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "node '%s': address, host or UCX address too long (limits %d, %d and %d bytes)", req.name(),
-        kMaxAddressBytes, kMaxAddressBytes, kMaxUcxAddressBytes));
+  HERD_RETURN_IF_ERROR(CheckText(absl::StrFormat("the address of node '%s'", req.name()),
+                                 req.address(), kMaxAddressBytes, /*may_be_empty=*/true));
+  HERD_RETURN_IF_ERROR(CheckText(absl::StrFormat("the host of node '%s'", req.name()), req.host(),
+                                 kMaxAddressBytes, /*may_be_empty=*/true));
+  if (req.ucx_address().size() > kMaxUcxAddressBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("node '%s': the UCX address has %d bytes, more than the limit of %d",
+                        req.name(), req.ucx_address().size(), kMaxUcxAddressBytes));
   }
   const std::string_view role = RoleName(req.role());
   std::lock_guard<std::mutex> lock(mu_);
@@ -139,9 +144,14 @@ absl::StatusOr<herd::v1::RegisterNodeResponse> SchedulerCore::RegisterNode(
   m->set_host(req.host());
   m->set_alive(true);
   AdvanceEpoch(next, std::move(reason));
+  HERD_RETURN_IF_ERROR(
+      CheckJobStatusSize(next, absl::StrFormat("registering %s '%s'", role, req.name())));
   HERD_RETURN_IF_ERROR(Commit(*job, std::move(next), id + 1, /*sync=*/true));
   next_node_id_ = id + 1;
-  if (old_id != 0) nodes_.erase(old_id);
+  if (old_id != 0) {
+    nodes_.erase(old_id);
+    if (old_id != id) replaced_[old_id] = NodeRef{req.job(), req.role(), slot};
+  }
   nodes_[id] = NodeRef{req.job(), req.role(), slot};
   (worker ? job->worker_seen : job->server_seen)[static_cast<size_t>(slot)] = Clock::now();
 

@@ -8,8 +8,11 @@
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "scheduler/bounds.h"
 #include "scheduler/job_spec.h"
+#include "scheduler/limits.h"
 #include "scheduler/plan_builder.h"
+#include "scheduler/stored_job.h"
 
 namespace herd::scheduler {
 
@@ -85,11 +88,37 @@ absl::StatusOr<std::unique_ptr<SchedulerCore>> SchedulerCore::Open(SchedulerOpti
 absl::Status SchedulerCore::Load() {
   HERD_ASSIGN_OR_RETURN(StateDb::Contents contents, db_->Load());
   std::lock_guard<std::mutex> lock(mu_);
-  next_node_id_ = contents.next_node_id;
+  // A record the scheduler cannot serve is set aside with a log line; it never stops a start.
+  auto set_aside = [&](const std::string& key, std::string_view why) {
+    Log().error("scheduler: {} in {}; set aside as 'bad/{}', the other jobs are served",
+                std::string(why), options_.state_dir, Echo(key));
+    if (auto st = db_->SetAside(key); !st.ok()) {
+      Log().error("scheduler: {}", std::string(st.message()));
+    }
+  };
+  for (const auto& [key, why] : contents.unreadable) {
+    set_aside(key, absl::StrFormat("job record '%s': %s", Echo(key), why));
+  }
+  uint64_t next_node_id = 1;
   // Nodes alive at the crash get a whole timeout from now to reconnect: the scheduler cannot
   // tell how long it was down, and running processes keep their node ids across its restart.
   const auto now = Clock::now();
   for (auto& [name, status] : contents.jobs) {
+    absl::Status check = CheckStoredJob(name, status);
+    // Node ids are unique across jobs: a record that reuses one would steal another's node.
+    for (const auto* slots : {&status.workers(), &status.servers()}) {
+      for (const auto& m : *slots) {
+        if (check.ok() && m.node_id() != 0 && nodes_.contains(m.node_id())) {
+          check = absl::DataLossError(
+              absl::StrFormat("job record '%s': node id %d is also held by job '%s'", Echo(name),
+                              m.node_id(), nodes_[m.node_id()].job));
+        }
+      }
+    }
+    if (!check.ok()) {
+      set_aside(StateDb::JobKey(name), std::string(check.message()));
+      continue;
+    }
     Job job;
     job.status = std::move(status);
     job.worker_seen.assign(static_cast<size_t>(job.status.workers_size()), now);
@@ -97,16 +126,22 @@ absl::Status SchedulerCore::Load() {
     for (int i = 0; i < job.status.workers_size(); ++i) {
       const auto& m = job.status.workers(i);
       if (m.node_id() != 0) nodes_[m.node_id()] = {name, herd::v1::ROLE_WORKER, i};
-      next_node_id_ = std::max(next_node_id_, m.node_id() + 1);
+      next_node_id = std::max(next_node_id, m.node_id() + 1);
     }
     for (int i = 0; i < job.status.servers_size(); ++i) {
       const auto& m = job.status.servers(i);
       if (m.node_id() != 0) nodes_[m.node_id()] = {name, herd::v1::ROLE_SERVER, i};
-      next_node_id_ = std::max(next_node_id_, m.node_id() + 1);
+      next_node_id = std::max(next_node_id, m.node_id() + 1);
     }
-    if (auto kv = contents.kv.find(name); kv != contents.kv.end()) job.kv = std::move(kv->second);
+    if (auto kv = contents.kv.find(name); kv != contents.kv.end()) {
+      job.kv = std::move(kv->second);
+      for (const auto& [k, v] : job.kv) job.kv_bytes += k.size() + v.size();
+      store_bytes_ += job.kv_bytes;
+    }
     jobs_.emplace(name, std::move(job));
   }
+  // The stored counter, unless it is missing, damaged or behind a member (then recomputed).
+  next_node_id_ = std::max(contents.next_node_id, next_node_id);
   if (!jobs_.empty()) {
     Log().info("scheduler: resumed {} job(s) from {}", jobs_.size(), options_.state_dir);
   }
@@ -149,7 +184,7 @@ absl::StatusOr<SchedulerCore::Job*> SchedulerCore::FindJob(std::string_view name
   auto it = jobs_.find(name);
   if (it == jobs_.end()) {
     return absl::NotFoundError(
-        absl::StrFormat("job '%s' does not exist; `herd job list` shows the jobs", name));
+        absl::StrFormat("job '%s' does not exist; `herd job list` shows the jobs", Echo(name)));
   }
   return &it->second;
 }
@@ -171,6 +206,16 @@ absl::StatusOr<herd::v1::Member*> SchedulerCore::FindLiveMember(Job& job, uint64
                                                                 NodeRef* ref) {
   const std::string& name = job.status.spec().name();
   auto it = nodes_.find(node_id);
+  if (auto r = replaced_.find(node_id); r != replaced_.end() && r->second.job == name) {
+    // The slot went to a replacement: the node must register again (documented code).
+    const NodeRef& was = r->second;
+    const auto& slots =
+        was.role == herd::v1::ROLE_WORKER ? job.status.workers() : job.status.servers();
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "cannot %s: node id %d of job '%s' was declared dead and its slot taken by %s; register "
+        "again",
+        action, node_id, name, DescribeMember(was.role, slots[was.slot])));
+  }
   if (node_id == 0 || it == nodes_.end() || it->second.job != name) {
     return absl::NotFoundError(absl::StrFormat(
         "cannot %s: node id %d is not registered in job '%s'; register the node first", action,
@@ -259,6 +304,12 @@ absl::StatusOr<JobStatus> SchedulerCore::SubmitJob(const herd::v1::JobSpec& in) 
         absl::StrFormat("job '%s' already exists (state %s); choose another name", spec.name(),
                         JobStateName(it->second.status.state())));
   }
+  if (jobs_.size() >= limits::kMaxJobs) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "the scheduler holds %d jobs, its limit; delete ended jobs (`herd job delete NAME`) "
+        "before submitting '%s'",
+        jobs_.size(), spec.name()));
+  }
   JobStatus status;
   *status.mutable_spec() = spec;
   status.set_state(herd::v1::JOB_PENDING);
@@ -290,6 +341,7 @@ absl::StatusOr<JobStatus> SchedulerCore::SubmitJob(const herd::v1::JobSpec& in) 
   auto* first = status.add_schedule();
   first->set_from_iteration(0);
   *first->mutable_mode() = spec.mode();
+  HERD_RETURN_IF_ERROR(CheckJobStatusSize(status, "submitting the spec"));
   HERD_RETURN_IF_ERROR(db_->PutJob(status, next_node_id_, /*sync=*/true));
   Job job;
   job.status = status;
@@ -313,6 +365,24 @@ std::vector<JobStatus> SchedulerCore::ListJobs() {
   std::vector<JobStatus> out;
   for (const auto& [name, job] : jobs_) out.push_back(job.status);
   return out;
+}
+
+SchedulerCore::JobPage SchedulerCore::ListJobs(std::string_view after, size_t max_bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  JobPage page;
+  size_t bytes = 0;
+  auto it = after.empty() ? jobs_.begin() : jobs_.upper_bound(after);
+  for (; it != jobs_.end(); ++it) {
+    // Each entry costs its size plus a tag and a length prefix of at most 5 bytes.
+    const size_t entry = it->second.status.ByteSizeLong() + 6;
+    if (!page.jobs.empty() && bytes + entry > max_bytes) {
+      page.next_page_token = page.jobs.back().spec().name();
+      break;
+    }
+    bytes += entry;
+    page.jobs.push_back(it->second.status);
+  }
+  return page;
 }
 
 absl::StatusOr<JobStatus> SchedulerCore::SetMode(const herd::v1::SetModeRequest& req) {
@@ -344,6 +414,13 @@ absl::StatusOr<JobStatus> SchedulerCore::SetMode(const herd::v1::SetModeRequest&
         req.job(), mode.mode(), from, earliest - 1, earliest));
   }
   JobStatus next = job->status;
+  if (next.schedule_size() >= limits::kMaxModeSwitches) {
+    // Counted before the replaced switches are dropped: simple, and a schedule that long is a
+    // script gone wrong, not a plan.
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("job '%s' has %d scheduled mode switches, the limit; no more can be added",
+                        req.job(), next.schedule_size()));
+  }
   // A new switch replaces the switches scheduled at or after its iteration.
   auto* schedule = next.mutable_schedule();
   schedule->erase(std::remove_if(schedule->begin(), schedule->end(),
@@ -359,6 +436,7 @@ absl::StatusOr<JobStatus> SchedulerCore::SetMode(const herd::v1::SetModeRequest&
     *sw->mutable_mode() = mode;
   }
   AdvanceEpoch(next, absl::StrFormat("mode switch to '%s' from iteration %d", mode.mode(), from));
+  HERD_RETURN_IF_ERROR(CheckJobStatusSize(next, "a mode switch"));
   HERD_RETURN_IF_ERROR(Commit(*job, std::move(next), next_node_id_, /*sync=*/true));
   return job->status;
 }

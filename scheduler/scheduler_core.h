@@ -65,6 +65,13 @@ class SchedulerCore {
   absl::StatusOr<herd::v1::JobStatus> SubmitJob(const herd::v1::JobSpec& spec);
   absl::StatusOr<herd::v1::JobStatus> GetJob(std::string_view name);
   std::vector<herd::v1::JobStatus> ListJobs();
+  // One page of jobs by name: those after `after` ("" for the first), at least one, then while
+  // the page's serialized size stays within `max_bytes`. next_page_token is "" on the last page.
+  struct JobPage {
+    std::vector<herd::v1::JobStatus> jobs;
+    std::string next_page_token;
+  };
+  JobPage ListJobs(std::string_view after, size_t max_bytes);
   absl::StatusOr<herd::v1::JobStatus> SetMode(const herd::v1::SetModeRequest& req);
 
   // The job's life after submission (lifecycle.cc): a terminal state (COMPLETED, FAILED,
@@ -132,6 +139,7 @@ class SchedulerCore {
     std::map<std::string, BarrierState> barriers;             // by name (current epoch)
     std::map<std::string, std::string> kv;                    // bootstrap store
     bool committing = false;  // a checkpoint's files are being committed (outside the lock)
+    size_t kv_bytes = 0;                                      // its keys and values
   };
 
   explicit SchedulerCore(SchedulerOptions options);
@@ -189,6 +197,12 @@ class SchedulerCore {
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, Job, std::less<>> jobs_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, NodeRef> nodes_ ABSL_GUARDED_BY(mu_);
+  // Node ids whose slot a replacement took, with who took it: such a node is told it was
+  // replaced (FAILED_PRECONDITION), not that it is unknown. Dropped with the job; not persisted
+  // (after a scheduler restart a replaced id is NOT_FOUND).
+  std::map<uint64_t, NodeRef> replaced_ ABSL_GUARDED_BY(mu_);
+  // Bytes (keys and values) of every job's bootstrap store together.
+  size_t store_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_node_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::thread detector_;
 };

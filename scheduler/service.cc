@@ -8,6 +8,8 @@
 #include "common/logging.h"
 #include "herd/v1/scheduler.grpc.pb.h"
 #include "proto/rpc/grpc_support.h"
+#include "scheduler/bounds.h"
+#include "scheduler/limits.h"
 
 namespace herd::scheduler {
 namespace {
@@ -20,7 +22,13 @@ constexpr auto kMaxWait = std::chrono::minutes(10);
 constexpr auto kWatchSlice = std::chrono::milliseconds(200);
 
 using rpc::CallDeadline;
-using rpc::ToGrpc;
+
+// Every refusal leaves through here: the message is cut so that one echoing a long input still
+// fits the trailers and the client receives the precise code.
+grpc::Status ToGrpc(const absl::Status& st) {
+  if (st.ok()) return grpc::Status::OK;
+  return rpc::ToGrpc(absl::Status(st.code(), CutMessage(std::string(st.message()))));
+}
 
 class SchedulerService final : public herd::v1::Scheduler::Service {
  public:
@@ -47,10 +55,12 @@ class SchedulerService final : public herd::v1::Scheduler::Service {
     return Answer(
         ctx, [&] { return core_->GetJob(req->name()); }, resp);
   }
-  grpc::Status ListJobs(ServerContext* ctx, const herd::v1::ListJobsRequest*,
+  grpc::Status ListJobs(ServerContext* ctx, const herd::v1::ListJobsRequest* req,
                         herd::v1::ListJobsResponse* resp) override {
     if (auto st = Authenticate(ctx); !st.ok()) return st;
-    for (auto& job : core_->ListJobs()) *resp->add_jobs() = std::move(job);
+    auto page = core_->ListJobs(req->page_token(), limits::kMaxListPageBytes);
+    for (auto& job : page.jobs) *resp->add_jobs() = std::move(job);
+    resp->set_next_page_token(std::move(page.next_page_token));
     return grpc::Status::OK;
   }
   grpc::Status SetMode(ServerContext* ctx, const herd::v1::SetModeRequest* req,
@@ -170,6 +180,8 @@ class GrpcSchedulerServer final : public SchedulerServer {
     grpc::ServerBuilder builder;
     builder.AddListeningPort(options.listen, *creds, &port_);
     builder.RegisterService(service_.get());
+    builder.SetMaxReceiveMessageSize(static_cast<int>(limits::kMaxRequestBytes));
+    builder.SetMaxSendMessageSize(static_cast<int>(limits::kMaxAnswerBytes));
     server_ = builder.BuildAndStart();
     if (server_ == nullptr || port_ == 0) {
       return absl::UnavailableError(absl::StrFormat(

@@ -48,10 +48,10 @@ absl::StatusOr<StateDb::Contents> StateDb::Load() {
     if (StartsWith(key, kJobPrefix)) {
       herd::v1::JobStatus job;
       if (!job.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-        return absl::DataLossError(
-            absl::StrFormat("scheduler state in %s: record '%s' does not parse", dir_, key));
+        out.unreadable[key] = "the record does not parse as a JobStatus";
+        continue;
       }
-      out.jobs[job.spec().name()] = std::move(job);
+      out.jobs[key.substr(kJobPrefix.size())] = std::move(job);
     } else if (StartsWith(key, kKvPrefix)) {
       const std::string rest = key.substr(kKvPrefix.size());
       const size_t slash = rest.find('/');  // job names never contain '/'
@@ -61,15 +61,28 @@ absl::StatusOr<StateDb::Contents> StateDb::Load() {
       const std::string v = value.ToString();
       uint64_t id = 0;
       auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), id);
-      if (ec != std::errc() || p != v.data() + v.size()) {
-        return absl::DataLossError(
-            absl::StrFormat("scheduler state in %s: '%s' holds '%s'", dir_, key, v));
-      }
-      out.next_node_id = id;
+      // A bad counter is recomputed from the members by the caller.
+      if (ec == std::errc() && p == v.data() + v.size()) out.next_node_id = id;
     }
   }
   if (auto st = db_->ReadError(it->status(), "reading the jobs"); !st.ok()) return st;
   return out;
+}
+
+std::string StateDb::JobKey(std::string_view job) {
+  return absl::StrFormat("%s%s", kJobPrefix, job);
+}
+
+absl::Status StateDb::SetAside(const std::string& key) {
+  std::string value;
+  auto s = db_->Get(rocksdb::ReadOptions(), key, &value);
+  if (auto st = FromRocks(s, "reading " + key, dir_); !st.ok()) return st;
+  rocksdb::WriteBatch batch;
+  batch.Put("bad/" + key, value);
+  batch.Delete(key);
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  return FromRocks(db_->Write(wo, &batch), "setting aside " + key, dir_);
 }
 
 absl::Status StateDb::PutJob(const herd::v1::JobStatus& job, uint64_t next_node_id, bool sync) {

@@ -36,12 +36,21 @@ class StateDb {
   ~StateDb();
 
   struct Contents {
+    // By the name in the record's key (the caller checks it against the spec's).
     std::map<std::string, herd::v1::JobStatus> jobs;
     std::map<std::string, std::map<std::string, std::string>> kv;  // job -> key -> value
-    uint64_t next_node_id = 1;
+    uint64_t next_node_id = 0;  // 0: the record is missing or does not parse
+    // Job records that do not parse: key -> why. They never stop a load; the caller sets them
+    // aside (SetAside) and says so.
+    std::map<std::string, std::string> unreadable;
   };
-  // Reads everything. DATA_LOSS names a record that does not parse.
+  // Reads everything. Only a failure to read the database itself is an error.
   absl::StatusOr<Contents> Load();
+
+  // Moves the record `key` (of a job that cannot be served) to `bad/<key>`, where an operator
+  // can inspect it, in one synced batch; the job's name becomes free.
+  absl::Status SetAside(const std::string& key);
+  static std::string JobKey(std::string_view job);
 
   // Writes the job (and, when non-zero, the node-id counter) in one atomic batch.
   absl::Status PutJob(const herd::v1::JobStatus& job, uint64_t next_node_id, bool sync);

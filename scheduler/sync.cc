@@ -6,14 +6,15 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
+#include "scheduler/bounds.h"
+#include "scheduler/limits.h"
 #include "scheduler/plan_builder.h"
 #include "scheduler/scheduler_core.h"
 
 namespace herd::scheduler {
 namespace {
 
-constexpr size_t kMaxKeyBytes = 1024;
-constexpr size_t kMaxValueBytes = 1 << 20;
+using limits::kMaxKeyBytes;
 
 absl::Status ShuttingDown(std::string_view action) {
   return absl::UnavailableError(absl::StrFormat(
@@ -85,10 +86,7 @@ absl::StatusOr<std::optional<herd::v1::Plan>> SchedulerCore::WaitForEpoch(std::s
 absl::StatusOr<herd::v1::BarrierResponse> SchedulerCore::Barrier(
     const herd::v1::BarrierRequest& req, Deadline deadline) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (req.name().empty() || req.name().size() > kMaxKeyBytes) {
-    return absl::InvalidArgumentError(absl::StrFormat("barrier name must have 1-%d bytes, got %d",
-                                                      kMaxKeyBytes, req.name().size()));
-  }
+  HERD_RETURN_IF_ERROR(CheckText("the barrier name", req.name(), kMaxKeyBytes));
   HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(req.job(), "enter a barrier"));
   NodeRef ref;
   HERD_ASSIGN_OR_RETURN(herd::v1::Member * me,
@@ -170,6 +168,11 @@ absl::StatusOr<herd::v1::ReportIterationResponse> SchedulerCore::ReportIteration
                         DescribeMember(ref.role, *me), req.job()));
   }
   HERD_RETURN_IF_ERROR(CheckEpoch(*job, req.epoch(), "report an iteration"));
+  if (req.iteration() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s reports iteration %d of job '%s'; iterations are >= 0",
+                        DescribeMember(ref.role, *me), req.iteration(), req.job()));
+  }
   if (req.iteration() < job->status.epoch_start_iteration()) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "%s reports iteration %d of job '%s', before the current epoch %d, which begins at "
@@ -196,10 +199,11 @@ absl::StatusOr<herd::v1::ReportIterationResponse> SchedulerCore::ReportIteration
 
 absl::Status SchedulerCore::StoreSet(std::string_view name, std::string_view key,
                                      std::string_view value) {
-  if (key.empty() || key.size() > kMaxKeyBytes || value.size() > kMaxValueBytes) {
+  HERD_RETURN_IF_ERROR(CheckText("the store key", key, kMaxKeyBytes));
+  if (value.size() > limits::kMaxStoreValueBytes) {
     return absl::InvalidArgumentError(
-        absl::StrFormat("store key '%s': keys have 1-%d bytes and values at most %d bytes (got %d)",
-                        key, kMaxKeyBytes, kMaxValueBytes, value.size()));
+        absl::StrFormat("store key '%s': the value has %d bytes, more than the limit of %d", key,
+                        value.size(), limits::kMaxStoreValueBytes));
   }
   std::lock_guard<std::mutex> lock(mu_);
   HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(name, "set a store key"));
@@ -207,8 +211,26 @@ absl::Status SchedulerCore::StoreSet(std::string_view name, std::string_view key
     return absl::AlreadyExistsError(
         absl::StrFormat("store key '%s' of job '%s' is already set", key, name));
   }
+  // Quotas: the store lives in memory and in RocksDB until the job ends.
+  const size_t bytes = key.size() + value.size();
+  if (job->kv.size() >= limits::kMaxStoreKeysPerJob ||
+      job->kv_bytes + bytes > limits::kMaxStoreBytesPerJob) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "the bootstrap store of job '%s' holds %d keys and %d bytes; key '%s' (%d bytes) would "
+        "pass its limit of %d keys or %d bytes",
+        name, job->kv.size(), job->kv_bytes, key, bytes, limits::kMaxStoreKeysPerJob,
+        limits::kMaxStoreBytesPerJob));
+  }
+  if (store_bytes_ + bytes > limits::kMaxStoreBytesTotal) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "the bootstrap stores of all jobs hold %d bytes; key '%s' of job '%s' (%d bytes) would "
+        "pass the scheduler's limit of %d bytes (jobs that end free theirs)",
+        store_bytes_, key, name, bytes, limits::kMaxStoreBytesTotal));
+  }
   HERD_RETURN_IF_ERROR(db_->PutKv(name, key, value));
   job->kv.emplace(std::string(key), std::string(value));
+  job->kv_bytes += bytes;
+  store_bytes_ += bytes;
   changed_.notify_all();
   return absl::OkStatus();
 }

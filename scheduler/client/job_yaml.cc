@@ -9,6 +9,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "scheduler/client/yaml_nesting.h"
+#include "scheduler/limits.h"
 
 namespace herd::scheduler {
 namespace {
@@ -45,6 +47,12 @@ absl::Status ReadTensor(const YAML::Node& t, herd::v1::TensorSpec* out) {
     if (key == "name") {
       std::string s;
       HERD_YAML_ASSIGN(s, Scalar<std::string>(v, key));
+      // Checked here too, not only by the scheduler: an alias repeats a node without repeating
+      // its text, so a small file could otherwise expand into a huge spec in the client.
+      if (s.size() > limits::kMaxTensorNameBytes) {
+        return At(v, absl::StrFormat("a tensor name has %d bytes, more than %d", s.size(),
+                                     limits::kMaxTensorNameBytes));
+      }
       out->set_name(s);
     } else if (key == "dtype") {
       std::string s;
@@ -52,6 +60,10 @@ absl::Status ReadTensor(const YAML::Node& t, herd::v1::TensorSpec* out) {
       out->set_dtype(s);
     } else if (key == "shape") {
       if (!v.IsSequence()) return At(v, "'shape' is a list of dimensions, e.g. [128, 784]");
+      if (v.size() > static_cast<size_t>(limits::kMaxTensorRank)) {
+        return At(v, absl::StrFormat("a shape has %d dimensions, more than %d", v.size(),
+                                     limits::kMaxTensorRank));
+      }
       for (const auto& d : v) {
         int64_t dim = 0;
         HERD_YAML_ASSIGN(dim, Scalar<int64_t>(d, "shape"));
@@ -237,6 +249,9 @@ absl::StatusOr<herd::v1::JobSpec> FromNode(const YAML::Node& root) {
       spec.set_resume_from(s);
     } else if (key == "tensors") {
       if (!v.IsSequence()) return At(v, "'tensors' is a list of {name, shape, dtype}");
+      if (v.size() > static_cast<size_t>(limits::kMaxTensors)) {
+        return At(v, absl::StrFormat("%d tensors, more than %d", v.size(), limits::kMaxTensors));
+      }
       for (const auto& t : v) {
         if (auto st = ReadTensor(t, spec.add_tensors()); !st.ok()) return st;
       }
@@ -252,6 +267,12 @@ absl::StatusOr<herd::v1::JobSpec> FromNode(const YAML::Node& root) {
 }  // namespace
 
 absl::StatusOr<herd::v1::JobSpec> ParseJobSpecYaml(std::string_view text) {
+  if (text.size() > limits::kMaxSpecFileBytes) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "job spec has %d bytes, more than %d; leave the tensors out (the workers declare them)",
+        text.size(), limits::kMaxSpecFileBytes));
+  }
+  if (auto st = CheckYamlNesting(text, limits::kMaxSpecNesting); !st.ok()) return st;
   YAML::Node root;
   try {
     root = YAML::Load(std::string(text));
@@ -268,9 +289,17 @@ absl::StatusOr<herd::v1::JobSpec> ParseJobSpecYaml(std::string_view text) {
 absl::StatusOr<herd::v1::JobSpec> LoadJobSpecFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::InvalidArgumentError(absl::StrFormat("cannot read job spec file %s", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  auto spec = ParseJobSpecYaml(ss.str());
+  // At most one byte past the bound is read: a huge file is refused without reading it whole
+  // (and a pipe or device has no size to ask for).
+  std::string text(limits::kMaxSpecFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > limits::kMaxSpecFileBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: a job spec file has at most %d bytes; this one has more", path,
+                        limits::kMaxSpecFileBytes));
+  }
+  auto spec = ParseJobSpecYaml(text);
   if (!spec.ok()) {
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: %s", path, std::string(spec.status().message())));

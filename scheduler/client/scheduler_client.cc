@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "absl/strings/str_format.h"
+#include "common/status.h"
 #include "herd/v1/scheduler.grpc.pb.h"
 #include "proto/rpc/grpc_support.h"
 
@@ -40,8 +41,18 @@ class GrpcSchedulerClient final : public SchedulerClient {
     return Unary<herd::v1::JobStatus>(req, &Stub::GetJob, "GetJob");
   }
   absl::StatusOr<herd::v1::ListJobsResponse> ListJobs() override {
-    return Unary<herd::v1::ListJobsResponse>(herd::v1::ListJobsRequest(), &Stub::ListJobs,
-                                             "ListJobs");
+    // The scheduler answers in pages (each below a client's message limit); all of them.
+    herd::v1::ListJobsResponse all;
+    herd::v1::ListJobsRequest req;
+    // A page holds at least one job, so this ends; the bound guards against a broken server.
+    for (int page = 0; page < 100000; ++page) {
+      HERD_ASSIGN_OR_RETURN(herd::v1::ListJobsResponse resp,
+                            Unary<herd::v1::ListJobsResponse>(req, &Stub::ListJobs, "ListJobs"));
+      for (auto& job : *resp.mutable_jobs()) *all.add_jobs() = std::move(job);
+      if (resp.next_page_token().empty() || resp.next_page_token() == req.page_token()) break;
+      req.set_page_token(resp.next_page_token());
+    }
+    return all;
   }
   absl::StatusOr<herd::v1::JobStatus> SetMode(const herd::v1::SetModeRequest& req) override {
     return Unary<herd::v1::JobStatus>(req, &Stub::SetMode, "SetMode");

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "tests/unit/scheduler/test_jobs.h"
 
 namespace herd::scheduler {
@@ -48,7 +50,7 @@ TEST(JobSpec, RejectsEachBadField) {
       {"unknown dtype", [](herd::v1::JobSpec& s) { s.mutable_tensors(0)->set_dtype("fp8"); },
        "dtype 'fp8'"},
       {"unnamed tensor", [](herd::v1::JobSpec& s) { s.mutable_tensors(0)->clear_name(); },
-       "no name"},
+       "name of tensor #0 is empty"},
       {"integer tensor for averaging",
        [](herd::v1::JobSpec& s) { s.mutable_tensors(0)->set_dtype("int32"); }, "floating"},
       {"ps mode without servers",
@@ -76,6 +78,94 @@ TEST(JobSpec, RejectsEachBadField) {
        "optimizer 'lion'"},
       {"negative learning rate",
        [](herd::v1::JobSpec& s) { s.mutable_optimizer()->set_learning_rate(-1); }, "learning_rate"},
+      // Non-finite and out-of-range numbers (limits.h), each refused naming its field.
+      {"infinite learning rate",
+       [](herd::v1::JobSpec& s) { s.mutable_optimizer()->set_learning_rate(INFINITY); },
+       "learning_rate must be finite"},
+      {"NaN learning rate",
+       [](herd::v1::JobSpec& s) { s.mutable_optimizer()->set_learning_rate(NAN); },
+       "learning_rate"},
+      {"infinite weight decay",
+       [](herd::v1::JobSpec& s) { s.mutable_optimizer()->set_weight_decay(INFINITY); },
+       "weight_decay must be finite"},
+      {"NaN weight decay",
+       [](herd::v1::JobSpec& s) { s.mutable_optimizer()->set_weight_decay(NAN); }, "weight_decay"},
+      {"momentum 1",
+       [](herd::v1::JobSpec& s) {
+         s.mutable_optimizer()->set_name("momentum");
+         s.mutable_optimizer()->set_momentum(1);
+       },
+       "momentum must be in [0, 1)"},
+      {"NaN momentum", [](herd::v1::JobSpec& s) { s.mutable_optimizer()->set_momentum(NAN); },
+       "momentum"},
+      {"NaN density",
+       [](herd::v1::JobSpec& s) {
+         s.mutable_mode()->Clear();
+         s.mutable_mode()->set_mode("topk_allgather");
+         s.mutable_mode()->set_density(NAN);
+       },
+       "density"},
+      {"infinite density",
+       [](herd::v1::JobSpec& s) {
+         s.mutable_mode()->Clear();
+         s.mutable_mode()->set_mode("topk_allgather");
+         s.mutable_mode()->set_density(INFINITY);
+       },
+       "density"},
+      {"staleness below -1",
+       [](herd::v1::JobSpec& s) {
+         s.set_servers(1);
+         s.mutable_mode()->Clear();
+         s.mutable_mode()->set_mode("ps_async");
+         s.mutable_mode()->set_staleness(-2);
+       },
+       "staleness"},
+      {"huge block",
+       [](herd::v1::JobSpec& s) {
+         s.mutable_mode()->Clear();
+         s.mutable_mode()->set_mode("lp");
+         s.mutable_mode()->set_block_bytes(int64_t{1} << 40);
+       },
+       "block_bytes must be between"},
+      // Sizes.
+      {"NUL in a tensor name",
+       [](herd::v1::JobSpec& s) { s.mutable_tensors(0)->set_name(std::string("fc1\0x", 5)); },
+       "control byte 0x00"},
+      {"escape in a tensor name",
+       [](herd::v1::JobSpec& s) { s.mutable_tensors(0)->set_name("fc1\x1b[2J"); },
+       "control byte 0x1b"},
+      {"long tensor name",
+       [](herd::v1::JobSpec& s) { s.mutable_tensors(0)->set_name(std::string(1 << 20, 'a')); },
+       "more than the limit of 256"},
+      {"too many dimensions",
+       [](herd::v1::JobSpec& s) {
+         for (int i = 0; i < 20; ++i) s.mutable_tensors(0)->add_shape(1);
+       },
+       "dimensions, more than 16"},
+      {"2^48-element tensor",
+       [](herd::v1::JobSpec& s) {
+         s.mutable_tensors(0)->clear_shape();
+         s.mutable_tensors(0)->add_shape(int64_t{1} << 24);
+         s.mutable_tensors(0)->add_shape(int64_t{1} << 24);
+       },
+       "more than 1099511627776 elements"},
+      {"too many shard-map chunks",
+       [](herd::v1::JobSpec& s) {
+         s.set_servers(2);
+         s.set_chunk_bytes(4);
+         s.mutable_tensors(0)->clear_shape();
+         s.mutable_tensors(0)->add_shape(1 << 20);
+       },
+       "shard-map chunks"},
+      {"huge chunks", [](herd::v1::JobSpec& s) { s.set_chunk_bytes(int64_t{1} << 40); },
+       "chunk_bytes must be between"},
+      {"too many workers", [](herd::v1::JobSpec& s) { s.set_workers(1 << 20); }, "workers"},
+      {"long mode",
+       [](herd::v1::JobSpec& s) { s.mutable_mode()->set_mode(std::string(4096, 'm')); },
+       "mode has 4096 bytes"},
+      {"long optimizer",
+       [](herd::v1::JobSpec& s) { s.mutable_optimizer()->set_name(std::string(4096, 'o')); },
+       "optimizer name has 4096 bytes"},
   };
   for (const auto& c : cases) {
     herd::v1::JobSpec spec = ExampleSpec();

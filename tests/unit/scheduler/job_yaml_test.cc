@@ -4,7 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
+#include "scheduler/client/yaml_nesting.h"
 #include "scheduler/job_spec.h"
+#include "scheduler/limits.h"
+#include "tests/unit/scheduler/test_jobs.h"
 
 namespace herd::scheduler {
 namespace {
@@ -77,6 +82,66 @@ TEST(JobYaml, MissingFileIsAClearError) {
   auto spec = LoadJobSpecFile("/nonexistent/job.yaml");
   EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(std::string(spec.status().message()).find("/nonexistent/job.yaml"), std::string::npos);
+}
+
+// A huge file is refused before it is read whole or parsed (it once took 2.3 GB per 50 MB).
+TEST(JobYaml, FileLargerThanTheLimitIsRefusedBeforeParsing) {
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/big.yaml";
+  {
+    std::ofstream out(path);
+    out << kExample;
+    const std::string line = "# " + std::string(1000, 'x') + "\n";
+    for (size_t n = 0; n <= limits::kMaxSpecFileBytes / line.size(); ++n) out << line;
+  }
+  auto spec = LoadJobSpecFile(path);
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(spec.status().message()).find("at most 1048576 bytes"), std::string::npos)
+      << spec.status();
+  EXPECT_TRUE(ParseJobSpecYaml(kExample).ok()) << "the same spec without the padding parses";
+}
+
+TEST(JobYaml, DeepNestingIsRefusedBeforeParsing) {
+  const std::string flow = "name: j1\nx: " + std::string(100000, '[') + std::string(100000, ']');
+  auto spec = ParseJobSpecYaml(flow);
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(spec.status().message()).find("line 2: collections nest"),
+            std::string::npos)
+      << spec.status();
+  std::string block = "name: j1\nx:\n";
+  for (int i = 0; i < 40; ++i) block += std::string(static_cast<size_t>(2 * i + 2), ' ') + "- \n";
+  EXPECT_EQ(ParseJobSpecYaml(block).status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string dashes = [] {
+    std::string s = "x:\n";
+    for (int i = 0; i < 30; ++i) s += "- ";
+    return s + "1\n";
+  }();
+  EXPECT_FALSE(CheckYamlNesting(dashes, limits::kMaxSpecNesting).ok()) << "- - - ... nests";
+  // Brackets in quotes and comments do not count. The example nests 3 deep; the scan counts the
+  // indentation of "  - {" and the "- " both, so 5: conservative, far below the bound.
+  EXPECT_TRUE(CheckYamlNesting("a: \"[[[[[[[[[[[[[[[[[[[[\" # {{{{{{{{{{{{{{{{{{{{{{{\n",
+                               limits::kMaxSpecNesting)
+                  .ok());
+  EXPECT_TRUE(CheckYamlNesting(kExample, 5).ok());
+}
+
+// An alias repeats a node without repeating its text: a small file must not expand into a
+// huge spec in the client.
+TEST(JobYaml, AliasesCannotExpandPastTheBounds) {
+  const std::string head = "name: j1\nmode: allreduce\nworkers: 1\ntensors: [&t {name: ";
+  std::string text = head + std::string(100000, 'n') + ", shape: [1], dtype: fp32}";
+  for (int i = 0; i < 100; ++i) text += ", *t";
+  auto spec = ParseJobSpecYaml(text + "]\n");
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(spec.status().message()).find("more than 256"), std::string::npos)
+      << spec.status();
+  text = head + "n, shape: [1], dtype: fp32}";
+  for (int i = 0; i < limits::kMaxTensors + 1; ++i) text += ",*t";
+  spec = ParseJobSpecYaml(text + "]\n");
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(spec.status().message()).find("tensors, more than 16384"),
+            std::string::npos)
+      << spec.status();
 }
 
 }  // namespace

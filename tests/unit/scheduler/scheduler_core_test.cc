@@ -268,7 +268,7 @@ TEST(SchedulerCore, BadInputsAreRejectedAndChangeNothing) {
          "cancel twice");
   expect(core->RegisterNode(Reg("j2", herd::v1::ROLE_WORKER, "w0")).status(),
          absl::StatusCode::kAlreadyExists, "alive", "duplicate live node name");
-  expect(core->StoreSet("j2", "", "v"), absl::StatusCode::kInvalidArgument, "keys have",
+  expect(core->StoreSet("j2", "", "v"), absl::StatusCode::kInvalidArgument, "store key is empty",
          "empty store key");
 }
 
