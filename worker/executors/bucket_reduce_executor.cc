@@ -1,5 +1,7 @@
 #include "worker/executors/bucket_reduce_executor.h"
 
+#include <optional>
+
 #include "absl/strings/str_format.h"
 #include "common/status.h"
 #include "worker/comm_queue.h"
@@ -15,8 +17,8 @@ class BucketReduceExecutor final : public Executor {
       : context_(c),
         reduction_(std::move(reduction)),
         buckets_(c.tensors, c.fusion.threshold_bytes),
-        optimizer_(c.optimizer, c.tensors),
         queue_(c.timeline) {
+    if (!reduction_.reduces_steps) optimizer_.emplace(c.optimizer, c.tensors);
     if (reduction_.prepare) reduction_.prepare(buckets_);
   }
 
@@ -51,7 +53,13 @@ class BucketReduceExecutor final : public Executor {
     }
     Timeline::Span span(context_.timeline, "update", Timeline::Lane::kCompute);
     for (int t = 0; t < static_cast<int>(context_.tensors.size()); ++t) {
-      optimizer_.Step(t, buckets_.GradOf(t));
+      if (optimizer_) {
+        optimizer_->Step(t, buckets_.GradOf(t));
+      } else {
+        const std::span<const float> step = buckets_.GradOf(t);
+        float* param = context_.tensors[t].param;
+        for (size_t i = 0; i < step.size(); ++i) param[i] -= step[i];
+      }
     }
     return absl::OkStatus();
   }
@@ -59,7 +67,7 @@ class BucketReduceExecutor final : public Executor {
   absl::Status Flush() override { return queue_.Drain(Deadline::After(context_.timeout)); }
 
   absl::Status ExportState(checkpoint::ProcessState& out) const override {
-    optimizer_.ExportState(out);
+    if (optimizer_) optimizer_->ExportState(out);
     if (reduction_.export_state) reduction_.export_state(buckets_, NextIteration(), out);
     return absl::OkStatus();
   }
@@ -67,7 +75,7 @@ class BucketReduceExecutor final : public Executor {
   absl::Status ImportState(const checkpoint::StateSource& from) override {
     const ImportWhere where = WhereOf(context_);
     std::vector<absl::StatusOr<ImportStep>> steps;
-    steps.push_back(optimizer_.ImportState(from, Reshard::kReplicated, where));
+    if (optimizer_) steps.push_back(optimizer_->ImportState(from, Reshard::kReplicated, where));
     if (reduction_.import_state) steps.push_back(reduction_.import_state(buckets_, from, where));
     return RunAll(std::move(steps));
   }
@@ -89,7 +97,7 @@ class BucketReduceExecutor final : public Executor {
   ExecutorContext context_;
   BucketReduction reduction_;
   FusedBuckets buckets_;
-  LocalOptimizer optimizer_;
+  std::optional<LocalOptimizer> optimizer_;  // unset when the operation reduces steps
   CommQueue queue_;  // last: its destructor drains the queue while the buffers still exist
   int next_launch_ = 0;
   int64_t iteration_ = -1;  // begun last (-1: none yet)

@@ -3,7 +3,8 @@
 // lp, sparse, topk_allgather, clps): gradients are fused into buckets in ready order; a bucket
 // goes to the communication thread as soon as it and every bucket before it are complete in
 // backward (bucket order only, so every rank submits the same sequence); EndBackward waits for
-// all of them and applies the optimizer to the averaged gradient in the buckets.
+// all of them and applies the optimizer to the averaged gradient in the buckets (or, for the
+// sparse modes, the averaged optimizer step: `BucketReduction::reduces_steps`).
 //
 // What differs between the modes is the operation on one bucket: `BucketReduction` builds it.
 // Every one of them saves the local optimizer's slots (replicated: the ranks apply the same
@@ -39,6 +40,11 @@ struct BucketReduction {
   std::function<absl::StatusOr<ImportStep>(const FusedBuckets&, const checkpoint::StateSource&,
                                            ImportWhere)>
       import_state;
+  // Where the job's optimizer runs. false: EndBackward applies it to the averaged gradient (the
+  // same update on every rank). true (the sparse modes): the operation itself turned this
+  // rank's gradient into its optimizer step before reducing it, so the buckets come back
+  // holding the averaged step and EndBackward subtracts it from the parameters.
+  bool reduces_steps = false;
 };
 
 std::unique_ptr<Executor> MakeBucketReduceExecutor(const ExecutorContext& context,

@@ -1,5 +1,6 @@
 #include "worker/executors/sparse_executor.h"
 
+#include <memory>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -12,6 +13,7 @@
 #include "worker/executors/bucket_reduce_executor.h"
 #include "worker/executors/density_warmup.h"
 #include "worker/fused_buckets.h"
+#include "worker/local_optimizer.h"
 
 namespace herd::worker {
 namespace {
@@ -90,6 +92,29 @@ void ImportBsag(const ExecutorContext& c, const FusedBuckets& buckets,
     bsag[b].direction = direction;
   }
 }
+// Carried across iterations, per rank: the optimizer's state (it runs here, on this rank's
+// gradient, before error feedback), and per bucket the residual (the optimizer steps this
+// rank has not delivered yet) and, for B-SAG, its extra top-k state.
+struct State {
+  explicit State(const ExecutorContext& c) : optimizer(c.optimizer, c.tensors) {
+    for (const ModelTensor& t : c.tensors) counts.push_back(t.count);
+  }
+  LocalOptimizer optimizer;
+  std::vector<size_t> counts;  // per tensor
+  std::vector<std::vector<float>> residuals;
+  std::vector<sparse::BsagState> bsag;
+  std::vector<std::vector<int>> tensors_of;  // per bucket, in buffer order
+  int64_t first_iteration = -1;              // of this stretch, for the warm-up
+  // The tensors of bucket `b` in its buffer `data`: `fn(tensor, its span)`.
+  template <typename Fn>
+  void ForEachTensor(int b, float* data, Fn fn) {
+    size_t offset = 0;
+    for (int t : tensors_of[b]) {
+      fn(t, std::span<float>(data + offset, counts[t]));
+      offset += counts[t];
+    }
+  }
+};
 
 }  // namespace
 
@@ -110,25 +135,25 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeSparseExecutor(const ExecutorConte
   }
   const bool spardl = mode == "sparse";
   const double d = density > 0 ? density : kDefaultDensity;
-  // Per bucket, carried across iterations: the residual (what this worker has not delivered
-  // yet) and, for B-SAG, its extra top-k state.
-  struct State {
-    std::vector<std::vector<float>> residuals;
-    std::vector<sparse::BsagState> bsag;
-    int64_t first_iteration = -1;  // of this stretch, for the warm-up
-  };
-  auto state = std::make_shared<State>();
+  auto state = std::make_shared<State>(context);
   BucketReduction r;
   r.mode = mode;
   r.description =
       spardl ? absl::StrFormat("density %g, %d teams", d, teams) : absl::StrFormat("density %g", d);
+  r.reduces_steps = true;
   r.prepare = [state](const FusedBuckets& buckets) {
-    for (int b = 0; b < buckets.buckets(); ++b)
+    for (int b = 0; b < buckets.buckets(); ++b) {
       state->residuals.emplace_back(buckets.count(b), 0.0f);
+      const std::span<const int> t = buckets.TensorsOf(b);
+      state->tensors_of.emplace_back(t.begin(), t.end());
+    }
     state->bsag.resize(buckets.buckets());
   };
   r.export_state = [context, state, spardl, teams](const FusedBuckets& buckets, int64_t next,
                                                    checkpoint::ProcessState& out) {
+    // The optimizer runs on each rank's own gradient here, so its slots differ per rank:
+    // saved per worker, and at another worker count their mean (like the residuals).
+    state->optimizer.ExportState(out);
     ExportPlaced(out, "residual", context.tensors, PlacesIn(buckets, context.tensors.size()),
                  state->residuals);
     if (state->first_iteration >= 0) {
@@ -139,6 +164,8 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeSparseExecutor(const ExecutorConte
   r.import_state = [context, state, spardl, teams](
                        const FusedBuckets& buckets, const checkpoint::StateSource& from,
                        ImportWhere where) -> absl::StatusOr<ImportStep> {
+    HERD_ASSIGN_OR_RETURN(ImportStep optimizer,
+                          state->optimizer.ImportState(from, Reshard::kMean, where));
     HERD_ASSIGN_OR_RETURN(
         ImportStep residuals,
         ImportPlaced(from, "residual", Reshard::kMean, where, context.tensors,
@@ -147,6 +174,7 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeSparseExecutor(const ExecutorConte
     std::vector<sparse::BsagState> bsag = state->bsag;
     if (spardl) ImportBsag(context, buckets, from, where, teams, bsag);
     return ImportStep([=] {
+      optimizer();
       residuals();
       if (warm) state->first_iteration = context.first_iteration - *warm;
       state->bsag = bsag;
@@ -165,7 +193,9 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeSparseExecutor(const ExecutorConte
     o.density = DensityAt(d, iteration - state->first_iteration);
     o.teams = teams;
     o.bsag = &state->bsag[b];
-    return std::function<absl::Status()>([o, spardl, state] {
+    return std::function<absl::Status()>([o, spardl, state, b] {
+      state->ForEachTensor(b, o.data,
+                           [&](int t, std::span<float> g) { state->optimizer.ToStep(t, g); });
       return spardl ? sparse::SparDLAllReduce(o) : sparse::TopkAllGatherAllReduce(o);
     });
   };

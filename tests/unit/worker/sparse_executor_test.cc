@@ -1,7 +1,8 @@
 // The sparse executors (sparse = SparDL, topk_allgather = TopA) over threads-as-ranks: with
-// density 1 they apply SGD on the mean gradient like allreduce; with a small density every rank
-// keeps bitwise identical parameters, and error feedback updates every parameter in the end;
-// teams that do not fit are refused.
+// density 1 they apply SGD (and momentum, run on each rank before the reduction) on the mean
+// gradient like allreduce, and one rank runs Adam as the dense mode does; with a small density
+// every rank keeps bitwise identical parameters, and error feedback updates every parameter in the
+// end; teams that do not fit are refused.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -39,6 +40,11 @@ struct Job {
   size_t threshold = 256;
   int iterations = 3;
   bool constant_gradient = false;  // iteration 0's gradient every time
+  optim::OptimizerConfig optimizer = [] {
+    optim::OptimizerConfig c;
+    c.learning_rate = kLr;
+    return c;
+  }();
 };
 
 // Runs the executor on every rank; returns every rank's parameters after Flush.
@@ -59,7 +65,7 @@ absl::StatusOr<std::vector<std::vector<std::vector<float>>>> RunAll(const Job& r
     ctx.plan.set_world_size(run.ranks);
     ctx.rank = comm.rank();
     ctx.comm = &comm;
-    ctx.optimizer.learning_rate = kLr;
+    ctx.optimizer = run.optimizer;
     ctx.fusion.threshold_bytes = run.threshold;
     ctx.timeout = std::chrono::seconds(30);
     for (size_t t = 0; t < kCounts.size(); ++t) {
@@ -106,6 +112,91 @@ TEST_P(SparseExecutorTest, DensityOneIsSgdOnTheMeanGradient) {
         }
         ASSERT_NEAR((*params)[r][t][i], want, 1e-4f * (1 + std::fabs(want)))
             << "rank " << r << " tensor " << t << " element " << i;
+      }
+    }
+  }
+}
+
+// The optimizer runs on each rank before the reduction (momentum correction). Momentum is linear,
+// so at density 1 the average of the ranks' momentum steps is momentum SGD on the mean gradient.
+TEST_P(SparseExecutorTest, DensityOneWithMomentumIsMomentumOnTheMeanGradient) {
+  const auto [mode, P] = GetParam();
+  Job run{mode, P};
+  run.iterations = 4;
+  run.optimizer.kind = optim::OptimizerConfig::Kind::kMomentum;
+  run.optimizer.momentum = 0.5;
+  run.optimizer.weight_decay = 0.25;
+  auto params = RunAll(run);
+  ASSERT_TRUE(params.ok()) << params.status();
+  for (size_t t = 0; t < kCounts.size(); ++t) {
+    for (size_t i = 0; i < kCounts[t]; ++i) {
+      double p = Initial(static_cast<int>(t), i), m = 0;
+      for (int it = 0; it < run.iterations; ++it) {
+        double sum = 0;
+        for (int q = 0; q < P; ++q) sum += Grad(q, it, static_cast<int>(t), i);
+        m = 0.5 * m + sum / P + 0.25 * p;
+        p -= kLr * m;
+      }
+      for (int r = 0; r < P; ++r) {
+        ASSERT_NEAR((*params)[r][t][i], p, 1e-4 * (1 + std::fabs(p)))
+            << "rank " << r << " tensor " << t << " element " << i;
+      }
+    }
+  }
+}
+
+// With one rank and density 1 nothing is held back: the mode is the job's optimizer (Adam here)
+// on the rank's gradient, exactly as the dense mode applies it.
+TEST(SparseExecutorOptimizer, OneRankAtDensityOneIsAdam) {
+  for (const char* mode : {"sparse", "topk_allgather"}) {
+    Job sparse{mode, 1}, dense{"allreduce", 1};
+    for (Job* run : {&sparse, &dense}) {
+      run->iterations = 5;
+      run->optimizer.kind = optim::OptimizerConfig::Kind::kAdam;
+      run->optimizer.learning_rate = 0.01;
+    }
+    auto a = RunAll(sparse), b = RunAll(dense);
+    ASSERT_TRUE(a.ok()) << a.status();
+    ASSERT_TRUE(b.ok()) << b.status();
+    for (size_t t = 0; t < kCounts.size(); ++t) {
+      for (size_t i = 0; i < kCounts[t]; ++i) {
+        ASSERT_NEAR((*a)[0][t][i], (*b)[0][t][i], 1e-5f) << mode << " tensor " << t << " " << i;
+      }
+    }
+  }
+}
+
+// Adam is not linear: each rank runs it on its own gradient, and density 1 averages the ranks'
+// Adam steps (which is what error feedback at a lower density accumulates and delivers).
+TEST(SparseExecutorOptimizer, DensityOneAveragesEveryRanksAdamStep) {
+  constexpr int P = 3;
+  const float b1 = 0.9f, b2 = 0.999f, lr = 0.01f;
+  for (const char* mode : {"sparse", "topk_allgather"}) {
+    Job run{mode, P};
+    run.iterations = 4;
+    run.optimizer.kind = optim::OptimizerConfig::Kind::kAdam;
+    run.optimizer.learning_rate = lr;
+    auto params = RunAll(run);
+    ASSERT_TRUE(params.ok()) << params.status();
+    for (size_t t = 0; t < kCounts.size(); ++t) {
+      for (size_t i = 0; i < kCounts[t]; ++i) {
+        double p = Initial(static_cast<int>(t), i), m[P] = {}, v[P] = {};
+        for (int it = 0; it < run.iterations; ++it) {
+          double step = 0;
+          for (int q = 0; q < P; ++q) {
+            const double g = Grad(q, it, static_cast<int>(t), i);
+            m[q] = b1 * m[q] + (1 - b1) * g;
+            v[q] = b2 * v[q] + (1 - b2) * g * g;
+            const double mh = m[q] / (1 - std::pow(b1, it + 1));
+            const double vh = v[q] / (1 - std::pow(b2, it + 1));
+            step += lr * mh / (std::sqrt(vh) + 1e-8);
+          }
+          p -= step / P;
+        }
+        for (int r = 0; r < P; ++r) {
+          ASSERT_NEAR((*params)[r][t][i], p, 1e-5 * (1 + std::fabs(p)))
+              << mode << " rank " << r << " tensor " << t << " element " << i;
+        }
       }
     }
   }
