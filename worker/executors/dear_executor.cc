@@ -19,7 +19,11 @@ class DearExecutor final : public Executor {
  public:
   explicit DearExecutor(const ExecutorContext& c)
       : context_(c), optimizer_(c.optimizer, c.tensors), queue_(c.timeline) {
-    if (c.fusion.tune) tuning_.emplace(c.fusion, c.comm, c.timeout);
+    if (c.fusion.tune) {
+      size_t model_bytes = 0;
+      for (const ModelTensor& t : c.tensors) model_bytes += t.count * sizeof(float);
+      tuning_.emplace(c.fusion, c.comm, c.timeout, model_bytes);
+    }
     Rebucket(tuning_ ? tuning_->threshold() : c.fusion.threshold_bytes);
   }
 
