@@ -19,11 +19,11 @@ struct OpInfo {
 
 const std::array<OpInfo, 6>& Ops() {
   static const std::array<OpInfo, 6> kOps = {{
-      {BenchOp::kAllReduce, "allreduce", {"ring", "lp", "tree"}},
-      {BenchOp::kReduceScatter, "reduce_scatter", {"ring"}},
-      {BenchOp::kAllGather, "allgather", {"ring", "rd", "bruck"}},
-      {BenchOp::kBroadcast, "broadcast", {"lp", "tree"}},
-      {BenchOp::kReduce, "reduce", {"lp", "tree"}},
+      {BenchOp::kAllReduce, "allreduce", {"auto", "ring", "lp", "tree", "rd", "rh", "oneshot"}},
+      {BenchOp::kReduceScatter, "reduce_scatter", {"auto", "ring", "rh", "oneshot"}},
+      {BenchOp::kAllGather, "allgather", {"auto", "ring", "rd", "bruck", "oneshot"}},
+      {BenchOp::kBroadcast, "broadcast", {"auto", "lp", "tree"}},
+      {BenchOp::kReduce, "reduce", {"auto", "lp", "tree"}},
       {BenchOp::kAllToAll, "alltoall", {"pairwise"}},
   }};
   return kOps;

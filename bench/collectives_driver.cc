@@ -12,10 +12,11 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "bench/herd_sweep.h"
+#include "bench/rank.h"
 #include "bench/result.h"
 #include "bench/sizes.h"
-#include "bench/rank.h"
 #include "bench/table.h"
+#include "bench/tune.h"
 #include "common/temp_dir.h"
 
 namespace herd::bench {
@@ -89,6 +90,7 @@ class Driver {
     for (const BenchResult& r : results_) {
       if (r.check == kCheckFailed) failed_ = true;
     }
+    if (!o_.tune_path.empty() && !failed_ && interrupted_ == 0) WriteTable(results);
     if (interrupted_ != 0) return 128 + interrupted_;
     return failed_ ? 1 : 0;
   }
@@ -127,6 +129,25 @@ class Driver {
   }
 
  private:
+  // The tuning run's output: the rules for this rank count, merged into the file.
+  void WriteTable(const std::vector<BenchResult>& results) {
+    const auto rules = RulesFromResults(results, o_.ranks, DTypeSize(o_.spec.dtype));
+    if (rules.empty()) {
+      failed_ = true;
+      Error("--tune: nothing was measured, the table is unchanged");
+      return;
+    }
+    if (absl::Status st = MergeIntoTableFile(o_.tune_path, rules); !st.ok()) {
+      failed_ = true;
+      Error(absl::StrFormat("--tune: %s", std::string(st.message())));
+      return;
+    }
+    collectives::DecisionTable mine;
+    mine.Merge(rules);
+    absl::FPrintF(stderr, "herd bench: wrote %d rules for %d ranks to %s:\n%s", rules.size(),
+                  o_.ranks, o_.tune_path, mine.Format());
+  }
+
   void Error(const std::string& message) {
     std::fprintf(stderr, "herd bench: %s\n", message.c_str());
     std::fflush(stderr);

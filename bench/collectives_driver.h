@@ -30,6 +30,9 @@ struct CollectivesBenchOptions {
   // Every (size, implementation) runs this many times, interleaved; each cell reports the
   // round with the median time. With 1, --json lines stream as results arrive.
   int rounds = 1;
+  // Non-empty: after the sweep, the fastest herd algorithm per (op, size) becomes decision-table
+  // rules for this rank count, merged into this file (bench/tune.h).
+  std::string tune_path;
 };
 
 // Returns the exit code: 0 when everything ran and every check passed, 1 otherwise, 128 + the

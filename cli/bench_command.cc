@@ -3,15 +3,19 @@
 //   collectives-rank  hidden: one rank process of the above, started by it
 
 #include <cstdio>
+#include <memory>
+#include <set>
 #include <string>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "algorithms/collectives/decision_table.h"
 #include "bench/collectives_driver.h"
 #include "bench/ps/ps_bench.h"
-#include "bench/sizes.h"
 #include "bench/rank.h"
+#include "bench/sizes.h"
 #include "bench/sweep_spec.h"
+#include "bench/tune.h"
 #include "cli/command.h"
 
 namespace herd::cli {
@@ -57,6 +61,16 @@ class BenchCommand : public Command {
         ->capture_default_str();
     collectives_->add_flag("--busy-poll", busy_poll_,
                            "herd: spin in waits instead of sleeping (only with a core per rank)");
+    collectives_->add_option(
+        "--table", table_,
+        "herd: the decision table algorithm 'auto' consults (a file `--tune` wrote; default: "
+        "$HERD_COLLECTIVES_TABLE, else the table compiled into herd)");
+    collectives_->add_option(
+        "--tune", tune_,
+        "Measure every herd algorithm of each operation (no peers; default sizes 1K..16M in "
+        "powers of 4) and write the fastest per size as decision-table rules for this rank "
+        "count and element size into this file, replacing its rules for them and keeping the "
+        "others");
 
     ps_ = app.add_subcommand(
         "ps",
@@ -96,6 +110,7 @@ class BenchCommand : public Command {
     rank_flags_.Register(*rank_, /*required=*/true);
     rank_->add_flag("--ucx-zero-copy", rank_ucx_.same_host_zero_copy);
     rank_->add_flag("--busy-poll", rank_ucx_.busy_poll);
+    rank_->add_option("--table", rank_table_);
   }
 
   int Run() override {
@@ -140,6 +155,26 @@ class BenchCommand : public Command {
   int RunCollectives() {
     auto spec = flags_.ToSpec();
     if (!spec.ok()) return UsageError(*collectives_, std::string(spec.status().message()));
+    if (!table_.empty()) {
+      // Read it here so that a bad file is a usage error before any process starts.
+      auto table = collectives::DecisionTable::Load(table_);
+      if (!table.ok()) return UsageError(*collectives_, std::string(table.status().message()));
+    }
+    if (!tune_.empty()) {
+      // Every algorithm but auto (which would measure the table being made), no peers.
+      if (flags_.algos.empty()) {
+        std::set<std::string> seen;
+        for (bench::BenchOp op : spec->ops) {
+          for (std::string_view algo : bench::HerdAlgorithms(op)) {
+            if (algo != "auto" && seen.insert(std::string(algo)).second) {
+              spec->algos.emplace_back(algo);
+            }
+          }
+        }
+      }
+      if (flags_.sizes.empty()) spec->sizes = bench::DefaultTuneSizes();
+      peers_ = "none";
+    }
     auto peers = bench::ParsePeerList(peers_);
     if (!peers.ok()) {
       return UsageError(*collectives_, "--peers: " + std::string(peers.status().message()));
@@ -154,6 +189,11 @@ class BenchCommand : public Command {
     options.rounds = rounds_;
     if (ucx_zero_copy_) options.herd_rank_args.push_back("--ucx-zero-copy");
     if (busy_poll_) options.herd_rank_args.push_back("--busy-poll");
+    if (!table_.empty()) {
+      options.herd_rank_args.push_back("--table");
+      options.herd_rank_args.push_back(table_);
+    }
+    options.tune_path = tune_;
     return bench::RunCollectivesBench(options);
   }
 
@@ -162,6 +202,12 @@ class BenchCommand : public Command {
     if (!spec.ok()) return UsageError(*rank_, std::string(spec.status().message()));
     if (rank_flags_.rank < 0 || rank_flags_.rank >= rank_flags_.ranks) {
       return UsageError(*rank_, "--rank must be in [0, --ranks)");
+    }
+    if (!rank_table_.empty()) {
+      auto table = collectives::DecisionTable::Load(rank_table_);
+      if (!table.ok()) return UsageError(*rank_, std::string(table.status().message()));
+      collectives::SetActiveDecisionTable(
+          std::make_shared<const collectives::DecisionTable>(*std::move(table)));
     }
     return bench::RunCollectivesRank(rank_flags_, *spec, rank_ucx_);
   }
@@ -175,6 +221,8 @@ class BenchCommand : public Command {
   bool ucx_zero_copy_ = false;
   bool busy_poll_ = false;
   int rounds_ = 1;
+  std::string table_;
+  std::string tune_;
 
   CLI::App* ps_ = nullptr;
   bench::PsBenchOptions ps_options_;
@@ -188,6 +236,7 @@ class BenchCommand : public Command {
   bench::SweepFlags rank_sweep_;
   bench::RankFlags rank_flags_;
   transport::UcxOptions rank_ucx_;
+  std::string rank_table_;
 };
 
 HERD_REGISTER_COMMAND(

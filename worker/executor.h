@@ -45,8 +45,11 @@ struct ModelTensor {
 struct FusionSettings {
   size_t threshold_bytes = size_t{4} << 20;  // bucket bound (dear, allreduce, lp)
   bool tune = false;                         // dear: tune the threshold online (FusionTuner)
-  int tune_trials = 20;
+  int tune_trials = 10;
   int iterations_per_trial = 3;
+  // dear tuning: before the first trial, time a tiny and a 1 MiB all-reduce and start the
+  // search at the threshold the link model prefers (worker/fusion_tuning.h).
+  bool tune_warm_start = true;
   size_t tune_min_bytes = size_t{64} << 10;
   size_t tune_max_bytes = size_t{64} << 20;
 };

@@ -25,7 +25,7 @@ using Builder = std::function<absl::StatusOr<std::unique_ptr<Executor>>(const Ex
 const std::map<std::string, Builder, std::less<>>& Builders() {
   static const auto* builders = new std::map<std::string, Builder, std::less<>>{
       {"allreduce",
-       [](const ExecutorContext& c) { return MakeWfbpExecutor(c, collectives::Algorithm::kRing); }},
+       [](const ExecutorContext& c) { return MakeWfbpExecutor(c, collectives::Algorithm::kAuto); }},
       {"lp",
        [](const ExecutorContext& c) {
          return MakeWfbpExecutor(c, collectives::Algorithm::kLinearPipeline);

@@ -1,6 +1,8 @@
 #include "worker/fusion_tuning.h"
 
 #include <algorithm>
+#include <cmath>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -8,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "algorithms/collectives/allreduce.h"
+#include "algorithms/collectives/run.h"
 #include "common/logging.h"
 #include "common/status.h"
 
@@ -22,15 +25,71 @@ fusion::TunerOptions TunerOptionsFrom(const FusionSettings& s) {
   return o;
 }
 
+// The last tag (no bucket uses it) for the tuner's own collectives; they run one at a time on
+// the executor's queue.
+constexpr uint32_t kTunerTag = (1u << 20) - 1;
+
 }  // namespace
 
 FusionTuning::FusionTuning(const FusionSettings& settings, transport::Communicator* comm,
-                           std::chrono::milliseconds timeout)
+                           std::chrono::milliseconds timeout, size_t model_bytes)
     : settings_(settings),
       comm_(comm),
       timeout_(timeout),
+      model_bytes_(model_bytes),
       tuner_(TunerOptionsFrom(settings)),
       threshold_(tuner_.Next()) {}
+
+size_t FusionTuning::ModelThreshold(size_t model_bytes, double tiny_seconds,
+                                    double seconds_per_byte) {
+  if (model_bytes == 0 || !(tiny_seconds > 0) || !(seconds_per_byte > 0)) return 0;
+  const double x = std::sqrt(static_cast<double>(model_bytes) * tiny_seconds / seconds_per_byte);
+  return std::isfinite(x) ? static_cast<size_t>(std::max(1.0, x)) : 0;
+}
+
+absl::Status FusionTuning::WarmStart(
+    const std::function<absl::Status(std::function<absl::Status()>)>& run_collective) {
+  // The best of three of each probe: the minimum is the link, the rest is this machine's noise.
+  constexpr size_t kBigBytes = size_t{1} << 20;
+  const int P = comm_->size();
+  std::vector<float> tiny(static_cast<size_t>(P)), big(kBigBytes / sizeof(float));
+  auto time_one = [&](std::vector<float>& v, double* best) -> absl::Status {
+    collectives::AllReduceOptions o;
+    o.comm = comm_;
+    o.data = v.data();
+    o.count = v.size();
+    o.tag = kTunerTag;
+    o.timeout = timeout_;
+    for (int i = 0; i < 3; ++i) {
+      const auto begin = std::chrono::steady_clock::now();
+      HERD_RETURN_IF_ERROR(run_collective([o] { return collectives::AllReduce(o); }));
+      *best = std::min(
+          *best, std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count());
+    }
+    return absl::OkStatus();
+  };
+  double seconds[2] = {1e9, 1e9};
+  HERD_RETURN_IF_ERROR(time_one(tiny, &seconds[0]));
+  HERD_RETURN_IF_ERROR(time_one(big, &seconds[1]));
+  // Every rank must give the tuner the same prior: the slowest rank's figures.
+  collectives::AllReduceOptions o;
+  o.comm = comm_;
+  o.dtype = DType::kFloat64;
+  o.op = ReduceOp::kMax;
+  o.data = seconds;
+  o.count = 2;
+  o.tag = kTunerTag;
+  o.timeout = timeout_;
+  HERD_RETURN_IF_ERROR(run_collective([o] { return collectives::AllReduce(o); }));
+  const double per_byte = std::max(seconds[1] - seconds[0], 1e-12) / kBigBytes;
+  prior_bytes_ = ModelThreshold(model_bytes_, seconds[0], per_byte);
+  if (prior_bytes_ > 0) tuner_.SetPrior(prior_bytes_);
+  Log().info(
+      "dear tuner warm start: tiny all-reduce {:.3f} ms, 1 MiB {:.3f} ms, {} gradient "
+      "bytes -> start at {} bytes",
+      seconds[0] * 1e3, seconds[1] * 1e3, model_bytes_, tuner_.Next());
+  return absl::OkStatus();
+}
 
 std::string FusionTuning::Describe() const {
   if (tuner_.settled()) {
@@ -43,6 +102,17 @@ std::string FusionTuning::Describe() const {
 absl::StatusOr<std::optional<size_t>> FusionTuning::OnIterationBoundary(
     const std::function<absl::Status(std::function<absl::Status()>)>& run_collective) {
   if (tuner_.settled()) return std::optional<size_t>();
+  if (!warm_started_) {
+    warm_started_ = true;
+    if (settings_.tune_warm_start && model_bytes_ > 0 && comm_ != nullptr && comm_->size() > 1) {
+      HERD_RETURN_IF_ERROR(WarmStart(run_collective));
+      if (tuner_.Next() != threshold_) {
+        threshold_ = tuner_.Next();
+        ++boundary_in_trial_;  // this boundary starts the first trial's warm-up
+        return std::optional<size_t>(threshold_);
+      }
+    }
+  }
   ++boundary_in_trial_;
   if (boundary_in_trial_ == 2) {  // the warm-up iteration is over
     measure_begin_ = std::chrono::steady_clock::now();
@@ -61,9 +131,9 @@ absl::StatusOr<std::optional<size_t>> FusionTuning::OnIterationBoundary(
   o.op = ReduceOp::kMax;
   o.data = seconds;
   o.count = 1;
-  o.tag = (1u << 20) - 1;  // no bucket uses the last tag
+  o.tag = kTunerTag;
   o.timeout = timeout_;
-  HERD_RETURN_IF_ERROR(run_collective([o] { return collectives::RingAllReduce(o); }));
+  HERD_RETURN_IF_ERROR(run_collective([o] { return collectives::AllReduce(o); }));
   tuner_.Report(threshold_, 1.0 / std::max(seconds[0], 1e-9));
   const size_t next = tuner_.settled() ? tuner_.best() : tuner_.Next();
   Log().info("dear tuner: {} bytes -> {:.2f} ms per iteration; next {} bytes{}", threshold_,

@@ -25,5 +25,8 @@ absl::Status RecursiveDoublingAllGather(const AllGatherOptions& options);
 // Bruck: ceil(log2 P) steps for any P; data kept rotated during the steps, rotated back in
 // place at the end. ceil(log2 P) messages each way per rank. Extra memory: none.
 absl::Status BruckAllGather(const AllGatherOptions& options);
+// One round: this rank's chunk straight to every other rank, P-1 messages each way, received in
+// place. For short vectors. Extra memory: none.
+absl::Status OneShotAllGather(const AllGatherOptions& options);
 
 }  // namespace herd::collectives

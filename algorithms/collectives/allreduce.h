@@ -26,5 +26,19 @@ absl::Status LinearPipelineAllReduce(const AllReduceOptions& options);
 // 2 ceil(log2 P) rounds of whole vectors. Extra memory: one copy of the vector on ranks that
 // have children in the tree (short messages only).
 absl::Status BinomialTreeAllReduce(const AllReduceOptions& options);
+// Recursive doubling on the whole vector (ranks beyond the largest power of two p2 fold into a
+// partner first and get the result from it at the end): log2(p2) rounds (+2 with a fold), each
+// sending and receiving the whole vector. The fewest rounds of the dependent-step algorithms;
+// for short vectors. Extra memory: one copy of the vector.
+absl::Status RecursiveDoublingAllReduce(const AllReduceOptions& options);
+// Rabenseifner: recursive-halving reduce-scatter then recursive-doubling all-gather over p2
+// equal blocks (same fold). 2 log2(p2) messages each way (+2 with a fold), moving what the
+// ring moves for powers of two; for medium vectors. Extra memory: half the vector (the whole
+// vector on ranks that receive a fold).
+absl::Status RecursiveHalvingAllReduce(const AllReduceOptions& options);
+// One round: every rank sends its whole vector to every other and sums all P in rank order.
+// P-1 messages each way per rank, (P-1) n bytes sent; for short vectors only. Extra memory:
+// P-1 copies of the vector.
+absl::Status OneShotAllReduce(const AllReduceOptions& options);
 
 }  // namespace herd::collectives

@@ -23,6 +23,12 @@ std::string_view AlgorithmName(Algorithm a) {
       return "pairwise";
     case Algorithm::kNative:
       return "native";
+    case Algorithm::kRecursiveHalving:
+      return "rh";
+    case Algorithm::kOneShot:
+      return "oneshot";
+    case Algorithm::kAuto:
+      return "auto";
   }
   return "unknown";
 }
@@ -38,9 +44,13 @@ absl::StatusOr<Algorithm> ParseAlgorithm(std::string_view name) {
   if (n == "tree" || n == "binomial" || n == "mst") return Algorithm::kBinomialTree;
   if (n == "pairwise") return Algorithm::kPairwise;
   if (n == "native") return Algorithm::kNative;
+  if (n == "rh" || n == "recursive_halving" || n == "recursive-halving" || n == "rabenseifner")
+    return Algorithm::kRecursiveHalving;
+  if (n == "oneshot" || n == "one_shot" || n == "one-shot") return Algorithm::kOneShot;
+  if (n == "auto") return Algorithm::kAuto;
   return absl::InvalidArgumentError(
       absl::StrCat("unknown algorithm '", std::string(name),
-                   "'; expected ring, lp, rd, bruck, tree, pairwise or native"));
+                   "'; expected auto, ring, lp, rd, rh, oneshot, bruck, tree, pairwise or native"));
 }
 
 absl::Status ValidateCommon(const CommonOptions& o, const void* data, size_t count) {

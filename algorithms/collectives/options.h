@@ -55,6 +55,9 @@ enum class Algorithm : uint8_t {
   kBinomialTree = 4,       // "tree"
   kPairwise = 5,           // "pairwise" (alltoall)
   kNative = 6,             // "native": the backend's own (NCCL), via NativeCollectives
+  kRecursiveHalving = 7,   // "rh": recursive-halving reduce-scatter; all-reduce: RH then RD
+  kOneShot = 8,            // "oneshot": every rank exchanges with every other in one round
+  kAuto = 9,               // "auto": the decision table's pick (decision_table.h)
 };
 std::string_view AlgorithmName(Algorithm a);
 absl::StatusOr<Algorithm> ParseAlgorithm(std::string_view name);

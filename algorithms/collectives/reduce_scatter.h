@@ -23,5 +23,13 @@ struct ReduceScatterOptions : CommonOptions {
 // scratch; sends read `data` directly.
 // With a communicator whose memory is not host memory, runs the backend's native op.
 absl::Status RingReduceScatter(const ReduceScatterOptions& options);
+// Recursive halving: log2(p2) steps (p2 the largest power of two <= P; the other ranks fold
+// their vector into a partner first and receive their chunk from it at the end), each halving
+// what a rank holds; at most 2 messages each way per step, no segmentation. For short and
+// medium vectors. Extra memory: about half the vector (the whole vector on fold partners).
+absl::Status RecursiveHalvingReduceScatter(const ReduceScatterOptions& options);
+// One round: chunk q straight to rank q, P-1 messages each way, the ring's volume. For short
+// vectors. Extra memory: P-1 chunks.
+absl::Status OneShotReduceScatter(const ReduceScatterOptions& options);
 
 }  // namespace herd::collectives

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_format.h"
+#include "algorithms/collectives/decision_table.h"
 #include "algorithms/collectives/internal.h"
 #include "common/status.h"
 #include "transport/native_collectives.h"
@@ -24,6 +25,21 @@ absl::StatusOr<transport::NativeCollectives*> NativeFor(std::string_view what,
   return internal::Native(what, *o.comm);
 }
 
+// "auto": the decision table's pick for this call, after the checks every algorithm makes
+// first (so a bad option is reported the same whatever would have been picked).
+absl::StatusOr<Algorithm> Auto(std::string_view operation, CollectiveOp op, const CommonOptions& o,
+                               const void* data, size_t count) {
+  HERD_RETURN_IF_ERROR(
+      internal::ValidateBase(absl::StrFormat("auto %s", operation), o, data, count));
+  auto pick = ResolveAuto(op, o, count);
+  if (!pick.ok()) {
+    return absl::Status(
+        pick.status().code(),
+        absl::StrFormat("auto %s: %s", operation, std::string(pick.status().message())));
+  }
+  return *pick;
+}
+
 }  // namespace
 
 // The host algorithms validate their own options; only "native" is validated here, since it
@@ -31,8 +47,19 @@ absl::StatusOr<transport::NativeCollectives*> NativeFor(std::string_view what,
 // (P == 1 or count == 0), so a caller cannot tell which ran.
 absl::Status AllReduce(const AllReduceOptions& o, Algorithm a) {
   switch (a) {
+    case Algorithm::kAuto: {
+      HERD_ASSIGN_OR_RETURN(Algorithm pick,
+                            Auto("all-reduce", CollectiveOp::kAllReduce, o, o.data, o.count));
+      return AllReduce(o, pick);
+    }
     case Algorithm::kRing:
       return RingAllReduce(o);
+    case Algorithm::kRecursiveDoubling:
+      return RecursiveDoublingAllReduce(o);
+    case Algorithm::kRecursiveHalving:
+      return RecursiveHalvingAllReduce(o);
+    case Algorithm::kOneShot:
+      return OneShotAllReduce(o);
     case Algorithm::kLinearPipeline:
       return LinearPipelineAllReduce(o);
     case Algorithm::kBinomialTree:
@@ -46,12 +73,19 @@ absl::Status AllReduce(const AllReduceOptions& o, Algorithm a) {
       return native->AllReduce(o.data, o.count, o.dtype, o.op, deadline);
     }
     default:
-      return Unsupported("all-reduce", a, "ring, lp, tree, native");
+      return Unsupported("all-reduce", a, "auto, ring, lp, tree, rd, rh, oneshot, native");
   }
 }
 
 absl::Status AllGather(const AllGatherOptions& o, Algorithm a) {
   switch (a) {
+    case Algorithm::kAuto: {
+      HERD_ASSIGN_OR_RETURN(Algorithm pick,
+                            Auto("all-gather", CollectiveOp::kAllGather, o, o.data, o.count));
+      return AllGather(o, pick);
+    }
+    case Algorithm::kOneShot:
+      return OneShotAllGather(o);
     case Algorithm::kRing:
       return RingAllGather(o);
     case Algorithm::kRecursiveDoubling:
@@ -65,12 +99,21 @@ absl::Status AllGather(const AllGatherOptions& o, Algorithm a) {
       return native->AllGather(o.data, o.count, o.dtype, deadline);
     }
     default:
-      return Unsupported("all-gather", a, "ring, rd, bruck, native");
+      return Unsupported("all-gather", a, "auto, ring, rd, bruck, oneshot, native");
   }
 }
 
 absl::Status ReduceScatter(const ReduceScatterOptions& o, Algorithm a) {
   switch (a) {
+    case Algorithm::kAuto: {
+      HERD_ASSIGN_OR_RETURN(
+          Algorithm pick, Auto("reduce-scatter", CollectiveOp::kReduceScatter, o, o.data, o.count));
+      return ReduceScatter(o, pick);
+    }
+    case Algorithm::kRecursiveHalving:
+      return RecursiveHalvingReduceScatter(o);
+    case Algorithm::kOneShot:
+      return OneShotReduceScatter(o);
     case Algorithm::kRing:
       return RingReduceScatter(o);
     case Algorithm::kNative: {
@@ -82,29 +125,39 @@ absl::Status ReduceScatter(const ReduceScatterOptions& o, Algorithm a) {
       return native->ReduceScatter(o.data, o.count, o.dtype, o.op, deadline);
     }
     default:
-      return Unsupported("reduce-scatter", a, "ring, native");
+      return Unsupported("reduce-scatter", a, "auto, ring, rh, oneshot, native");
   }
 }
 
 absl::Status Broadcast(const BroadcastOptions& o, Algorithm a) {
   switch (a) {
+    case Algorithm::kAuto: {
+      HERD_ASSIGN_OR_RETURN(Algorithm pick,
+                            Auto("broadcast", CollectiveOp::kBroadcast, o, o.data, o.count));
+      return Broadcast(o, pick);
+    }
     case Algorithm::kLinearPipeline:
       return LinearPipelineBroadcast(o);
     case Algorithm::kBinomialTree:
       return BinomialBroadcast(o);
     default:
-      return Unsupported("broadcast", a, "lp, tree");
+      return Unsupported("broadcast", a, "auto, lp, tree");
   }
 }
 
 absl::Status Reduce(const ReduceOptions& o, Algorithm a) {
   switch (a) {
+    case Algorithm::kAuto: {
+      HERD_ASSIGN_OR_RETURN(Algorithm pick,
+                            Auto("reduce", CollectiveOp::kReduce, o, o.data, o.count));
+      return Reduce(o, pick);
+    }
     case Algorithm::kLinearPipeline:
       return LinearPipelineReduce(o);
     case Algorithm::kBinomialTree:
       return BinomialReduce(o);
     default:
-      return Unsupported("reduce", a, "lp, tree");
+      return Unsupported("reduce", a, "auto, lp, tree");
   }
 }
 

@@ -5,11 +5,13 @@
 //
 // Supported pairs (anything else is INVALID_ARGUMENT listing the supported algorithms, nothing
 // sent):
-//   AllReduce      ring, lp, tree, native
-//   AllGather      ring, rd, bruck, native
-//   ReduceScatter  ring, native
-//   Broadcast      lp, tree
-//   Reduce         lp, tree
+//   AllReduce      auto, ring, lp, tree, rd, rh, oneshot, native
+//   AllGather      auto, ring, rd, bruck, oneshot, native
+//   ReduceScatter  auto, ring, rh, oneshot, native
+//   Broadcast      auto, lp, tree
+//   Reduce         auto, lp, tree
+// "auto" (the default) runs what the decision table (decision_table.h) picks for the operation,
+// the element size, the vector's bytes and the rank count; every rank must see the same table.
 // "native" runs the backend's own collective (comm->native(), e.g. NCCL); it is
 // FAILED_PRECONDITION on a communicator that has none. "ring" on a communicator whose memory is
 // not host memory also delegates to the native op (see ring.cc).
@@ -24,10 +26,11 @@
 
 namespace herd::collectives {
 
-absl::Status AllReduce(const AllReduceOptions& options, Algorithm algorithm);
-absl::Status AllGather(const AllGatherOptions& options, Algorithm algorithm);
-absl::Status ReduceScatter(const ReduceScatterOptions& options, Algorithm algorithm);
-absl::Status Broadcast(const BroadcastOptions& options, Algorithm algorithm);
-absl::Status Reduce(const ReduceOptions& options, Algorithm algorithm);
+absl::Status AllReduce(const AllReduceOptions& options, Algorithm algorithm = Algorithm::kAuto);
+absl::Status AllGather(const AllGatherOptions& options, Algorithm algorithm = Algorithm::kAuto);
+absl::Status ReduceScatter(const ReduceScatterOptions& options,
+                           Algorithm algorithm = Algorithm::kAuto);
+absl::Status Broadcast(const BroadcastOptions& options, Algorithm algorithm = Algorithm::kAuto);
+absl::Status Reduce(const ReduceOptions& options, Algorithm algorithm = Algorithm::kAuto);
 
 }  // namespace herd::collectives

@@ -77,15 +77,41 @@ absl::Status ValidateTunerOptions(const TunerOptions& o) {
 }
 
 FusionTuner::FusionTuner(TunerOptions options) : options_(Repaired(options)) {
+  Design();
+  Propose();
+}
+
+void FusionTuner::Design() {
+  const int k = options_.initial_random;
+  design_.resize(k);
+  if (options_.prior_bytes > 0) {
+    // The prior first, then points a quarter of the log range below and above it, then halfway
+    // between those and the prior: enough to see which side the slope goes without spending a
+    // trial at each end of a range that spans ten doublings. A point pushed past an end is
+    // mirrored to the other side of the prior.
+    const double c = ToUnit(options_.prior_bytes);
+    const double offsets[] = {0.0, -0.25, 0.25, -0.125, 0.125};
+    for (int j = 0; j < k; ++j) {
+      const double d = j < 5 ? offsets[j] : (j % 2 == 0 ? 1.0 : -1.0) * 0.5 / j;
+      double u = c + d;
+      if (u < 0.0 || u > 1.0) u = c - d;
+      design_[j] = std::clamp(u, 0.0, 1.0);
+    }
+    return;
+  }
   // Stratified design: point j lies in stratum perm[j] of [0, 1], so k points always spread
   // over the range (k plain uniform draws may bunch at one end), in a seeded order.
   std::mt19937_64 gen(options_.seed);
-  const int k = options_.initial_random;
   std::vector<int> perm(k);
   for (int j = 0; j < k; ++j) perm[j] = j;
   for (int j = k - 1; j > 0; --j) std::swap(perm[j], perm[gen() % static_cast<uint64_t>(j + 1)]);
-  design_.resize(k);
   for (int j = 0; j < k; ++j) design_[j] = (perm[j] + Uniform01(gen)) / k;
+}
+
+void FusionTuner::SetPrior(size_t prior_bytes) {
+  if (!trials_.empty() || settled_) return;
+  options_.prior_bytes = prior_bytes;
+  Design();
   Propose();
 }
 

@@ -42,7 +42,7 @@ struct DearBenchOptions {
   int warmup = 1;    // per configuration and round
   int iters = 3;     // per configuration and round
   bool tune = true;  // also measure dear with the online tuner
-  int tune_trials = 20;
+  int tune_trials = 10;
   int iterations_per_trial = 3;
   int timeout_s = 900;  // for any wait; and the longest the ranks may stay silent
   std::string exe;      // the herd-emu binary, started as `exe dear-rank ...` on every rank

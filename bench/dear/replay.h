@@ -44,7 +44,7 @@ struct ReplayOptions {
   int rounds = 3;
   int warmup = 1;  // untimed iterations of each configuration in each round
   int iters = 3;   // measured iterations of each configuration in each round
-  int tune_trials = 20;
+  int tune_trials = 10;
   int iterations_per_trial = 3;
   size_t tune_min_bytes = size_t{64} << 10;
   size_t tune_max_bytes = size_t{64} << 20;

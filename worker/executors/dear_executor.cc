@@ -3,8 +3,7 @@
 #include <optional>
 
 #include "absl/strings/str_format.h"
-#include "algorithms/collectives/allgather.h"
-#include "algorithms/collectives/reduce_scatter.h"
+#include "algorithms/collectives/run.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "worker/comm_queue.h"
@@ -21,7 +20,11 @@ class DearExecutor final : public Executor {
  public:
   explicit DearExecutor(const ExecutorContext& c)
       : context_(c), optimizer_(c.optimizer, c.tensors), queue_(c.timeline) {
-    if (c.fusion.tune) tuning_.emplace(c.fusion, c.comm, c.timeout);
+    if (c.fusion.tune) {
+      size_t model_bytes = 0;
+      for (const ModelTensor& t : c.tensors) model_bytes += t.count * sizeof(float);
+      tuning_.emplace(c.fusion, c.comm, c.timeout, model_bytes);
+    }
     Rebucket(tuning_ ? tuning_->threshold() : c.fusion.threshold_bytes);
   }
 
@@ -131,7 +134,9 @@ class DearExecutor final : public Executor {
     buckets_.emplace(context_.tensors, threshold);
   }
 
-  // Reduce-scatters go out in bucket order (the same sequence on every rank).
+  // Reduce-scatters go out in bucket order (the same sequence on every rank). Both halves run
+  // the decision table's pick for the bucket's size (ring for large buckets, fewer rounds for
+  // small ones); every pick leaves chunk r reduced on rank r, which the all-gather expects.
   void LaunchReduceScatters() {
     while (next_rs_ < buckets_->buckets() && buckets_->Complete(next_rs_)) {
       const int b = next_rs_++;
@@ -143,7 +148,7 @@ class DearExecutor final : public Executor {
       o.count = buckets_->count(b);
       o.op = ReduceOp::kAverage;
       rs_tickets_.push_back(queue_.Submit(absl::StrFormat("RS bucket %d", b),
-                                          [o] { return collectives::RingReduceScatter(o); }));
+                                          [o] { return collectives::ReduceScatter(o); }));
     }
   }
 
@@ -158,7 +163,7 @@ class DearExecutor final : public Executor {
     o.data = buckets_->data(b);
     o.count = buckets_->count(b);
     ag_tickets_[f] = queue_.Submit(absl::StrFormat("AG bucket %d", b),
-                                   [o] { return collectives::RingAllGather(o); });
+                                   [o] { return collectives::AllGather(o); });
   }
 
   // Waits for the all-gathers of forward buckets up to f and applies their updates. (Launching is

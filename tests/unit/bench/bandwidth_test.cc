@@ -72,21 +72,22 @@ TEST(PlanHerdRuns, DefaultsAndSkips) {
   auto plan = PlanHerdRuns(AllBenchOps(), {});
   ASSERT_TRUE(plan.ok());
   ASSERT_EQ(plan->runs.size(), 6u);
-  EXPECT_EQ(plan->runs[3].second, "lp");        // broadcast
+  EXPECT_EQ(plan->runs[0].second, "auto");      // allreduce: the decision table's pick
+  EXPECT_EQ(plan->runs[3].second, "auto");      // broadcast
   EXPECT_EQ(plan->runs[5].second, "pairwise");  // alltoall
 
   plan = PlanHerdRuns({BenchOp::kAllGather, BenchOp::kBroadcast}, {"rd"});
   ASSERT_TRUE(plan.ok());
   ASSERT_EQ(plan->runs.size(), 1u);
   ASSERT_EQ(plan->skipped.size(), 1u);
-  EXPECT_NE(plan->skipped[0].find("broadcast (supports lp, tree)"), std::string::npos);
+  EXPECT_NE(plan->skipped[0].find("broadcast (supports auto, lp, tree)"), std::string::npos);
 }
 
 TEST(PlanHerdRuns, UnknownAlgorithmNamesWhatEachOpSupports) {
   auto plan = PlanHerdRuns({BenchOp::kAllReduce}, {"rign"});
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(std::string(plan.status().message()).find("allreduce: ring, lp, tree"),
+  EXPECT_NE(std::string(plan.status().message()).find("allreduce: auto, ring, lp, tree, rd, rh, oneshot"),
             std::string::npos)
       << plan.status();
 }

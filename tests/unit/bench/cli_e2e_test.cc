@@ -67,7 +67,7 @@ TEST(HerdBenchCli, TwoRanksCheckedJsonWithoutPeers) {
   ASSERT_EQ(results.size(), 6u) << ran.Dump();
   for (const BenchResult& r : results) {
     EXPECT_EQ(r.impl, "herd");
-    EXPECT_EQ(r.algo, "ring");
+    EXPECT_EQ(r.algo, "auto");
     EXPECT_EQ(r.ranks, 2);
     EXPECT_EQ(r.dtype, "fp32");
     EXPECT_EQ(r.iters, 5);

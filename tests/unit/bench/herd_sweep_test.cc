@@ -16,7 +16,7 @@ namespace {
 SweepSpec SmallSpec() {
   SweepSpec spec;
   spec.ops = AllBenchOps();
-  spec.algos = {"ring", "lp", "tree", "rd", "bruck", "pairwise"};
+  spec.algos = {"auto", "ring", "lp", "tree", "rd", "rh", "oneshot", "bruck", "pairwise"};
   // Odd sizes: uneven chunks, a size that is not a multiple of the element size.
   spec.sizes = {4, 4096, 4002};
   spec.iters = 2;
@@ -135,7 +135,7 @@ TEST(HerdSweepCheck, WithoutCheckTheResultSaysOff) {
   ASSERT_EQ(results.size(), spec.sizes.size());
   for (const BenchResult& r : results) {
     EXPECT_EQ(r.check, kCheckOff);
-    EXPECT_EQ(r.algo, "ring");  // the default
+    EXPECT_EQ(r.algo, "auto");  // the default
   }
 }
 

@@ -14,6 +14,7 @@
 #include "plan/modes.h"
 #include "tests/support/spawn.h"
 #include "worker/executor.h"
+#include "worker/fusion_tuning.h"
 
 namespace herd::worker {
 namespace {
@@ -166,6 +167,21 @@ TEST(ExecutorFactory, EveryRegistryModeHasABuilderAndNothingElseDoes) {
     EXPECT_EQ(ModeUsesCommunicator(m.name), m.needs_communicator) << m.name;
   }
   EXPECT_FALSE(ModeUsesCommunicator("gossip"));
+}
+
+// The warm start's link model: x* = sqrt(M t0 / beta) minimises (M / x) t0 + x beta.
+TEST(FusionTuningModel, ThresholdMinimisesTheLinkModel) {
+  // ResNet-50's gradients at 1 Gbit/s among 4 ranks: t0 0.5 ms, beta 2 (P-1)/P / 125 MB/s.
+  const size_t m = 102'228'128;
+  const double t0 = 5e-4, beta = 1.5 / 125e6;
+  const size_t x = FusionTuning::ModelThreshold(m, t0, beta);
+  EXPECT_NEAR(static_cast<double>(x), std::sqrt(m * t0 / beta), 1.0);
+  auto cost = [&](double v) { return m / v * t0 + v * beta; };
+  EXPECT_LT(cost(x), cost(x * 1.5));
+  EXPECT_LT(cost(x), cost(x / 1.5));
+  EXPECT_EQ(FusionTuning::ModelThreshold(0, t0, beta), 0u);
+  EXPECT_EQ(FusionTuning::ModelThreshold(m, 0.0, beta), 0u);
+  EXPECT_EQ(FusionTuning::ModelThreshold(m, t0, -1.0), 0u);
 }
 
 TEST(ExecutorFactory, PsModesNeedShardsInThePlan) {
