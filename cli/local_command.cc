@@ -3,6 +3,12 @@
 // switches), shows a live progress line from the scheduler's view of the job, and ends with a
 // summary whose last line is "test accuracy 0.xxx, N samples/s, T s".
 //
+// `herd local [options] -- CMD ARGS...` runs CMD as each worker instead of the built-in model:
+// the user's own training program (a Python script over herd.torch), with HERD_SCHEDULER,
+// HERD_JOB, HERD_NAME, HERD_RANK, HERD_THREADS (and the fusion and timeline settings) in its
+// environment and the build tree's (or the installed) Python package on its PYTHONPATH. Its
+// model declares the job's layout; its herd.finish(metrics) appear in the summary.
+//
 // Ctrl-C (or SIGTERM) stops every child. A child that fails stops the job: the message names it,
 // says how it ended, and shows the end of its log (every child logs to STATE/logs/NAME.log).
 
@@ -76,6 +82,9 @@ class LocalCommand final : public Command {
     app.add_option("--data-dir", data_dir_, "Directory of the Fashion-MNIST IDX files");
     app.add_option("--job", job_, "Name of the job")->capture_default_str();
     app.add_flag("--json", json_, "Print the summary as one JSON object");
+    app.add_option("command", command_,
+                   "-- CMD ARGS...: run CMD as each worker (your own training program, e.g. "
+                   "/usr/bin/python3 train.py) instead of the built-in --model");
   }
 
   int Run() override {
@@ -128,14 +137,16 @@ class LocalCommand final : public Command {
                                          [](const plan::ModeInfo* m) { return m->needs_servers; });
     spec.set_servers(servers_ >= 0 ? servers_ : (any_servers ? 1 : 0));
     *spec.mutable_mode() = mode_options_.SpecFor(**first);
-    auto layout = worker::ModelLayout(model_);
-    if (!layout.ok()) return layout.status();
-    for (const auto& t : *layout) *spec.add_tensors() = t;
+    if (command_.empty()) {
+      auto layout = worker::ModelLayout(model_);
+      if (!layout.ok()) return layout.status();
+      for (const auto& t : *layout) *spec.add_tensors() = t;
+    }  // else: the program's first worker declares its model's layout
     spec.mutable_optimizer()->set_name(optimizer_);
     spec.mutable_optimizer()->set_learning_rate(lr_);
     spec.set_seed(seed_);
     auto* training = spec.mutable_training();
-    training->set_model(model_);
+    training->set_model(command_.empty() ? model_ : "program");
     training->set_epochs(epochs_);
     training->set_batch_size(batch_size_);
     training->set_train_samples(train_samples_);
@@ -255,7 +266,8 @@ class LocalCommand final : public Command {
       if (tune_fusion_) args.push_back("--tune-fusion");
       if (!timeline_dir_.empty()) args.insert(args.end(), {"--timeline", timeline_dir_});
       if (!data_dir_.empty()) args.insert(args.end(), {"--data-dir", data_dir_});
-      auto st = children_.StartSelf(name, args, LogOf(name));
+      auto st = command_.empty() ? children_.StartSelf(name, args, LogOf(name))
+                                 : StartProgram(name, w, *address, cores);
       if (!st.ok()) return Fail(st);
     }
 
@@ -298,6 +310,45 @@ class LocalCommand final : public Command {
     return Summarize(**sched, begin);
   }
 
+  // Worker `w` as the user's program, with the job in its environment.
+  absl::Status StartProgram(const std::string& name, int w, const std::string& address,
+                            int cores) {
+    ChildSpec spec;
+    spec.name = name;
+    spec.argv = command_;
+    spec.log_path = LogOf(name);
+    spec.env = {"HERD_SCHEDULER=" + address,
+                "HERD_JOB=" + job_,
+                "HERD_NAME=" + name,
+                "HERD_RANK=" + std::to_string(w),
+                "HERD_THREADS=" + std::to_string(std::max(1, cores / workers_)),
+                "OMP_NUM_THREADS=" + std::to_string(std::max(1, cores / workers_)),
+                "HERD_FUSION_THRESHOLD_KIB=" + std::to_string(fusion_kib_),
+                "HERD_TUNE_FUSION=" + std::string(tune_fusion_ ? "1" : "0"),
+                "HERD_TIMELINE=" + timeline_dir_,
+                "HERD_SEED=" + std::to_string(seed_),
+                "PYTHONUNBUFFERED=1"};
+    if (const std::string dir = PythonPackageDir(); !dir.empty()) {
+      const char* old = std::getenv("PYTHONPATH");
+      spec.env.push_back("PYTHONPATH=" + dir + (old && *old ? ":" + std::string(old) : ""));
+    }
+    return children_.Start(std::move(spec)).status();
+  }
+
+  // Where the package herd lies next to this executable: the build tree (build/bin/herd,
+  // build/python/herd) or an installation (PREFIX/bin/herd, PREFIX/lib/python3/dist-packages);
+  // "" when neither has it (an installed package on Python's own path still works).
+  static std::string PythonPackageDir() {
+    std::error_code ec;
+    const fs::path bin = fs::read_symlink("/proc/self/exe", ec).parent_path();
+    if (ec) return "";
+    for (const fs::path& dir :
+         {bin / ".." / "python", bin / ".." / "lib" / "python3" / "dist-packages"}) {
+      if (fs::exists(dir / "herd" / "torch.py", ec)) return fs::weakly_canonical(dir, ec).string();
+    }
+    return "";
+  }
+
   // Why the job stopped, once a child exited badly: the scheduler names the process that
   // failed first (the others exit because of it); else the child that exited.
   absl::Status JobFailure(scheduler::SchedulerClient& sched, const ChildProcesses::Exit& exit) {
@@ -331,25 +382,44 @@ class LocalCommand final : public Command {
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     const std::string modes = ModesRun(*job);
+    const std::string model = command_.empty() ? model_ : absl::StrJoin(command_, " ");
+    std::vector<std::pair<std::string, double>> metrics(r.metrics().begin(), r.metrics().end());
+    std::sort(metrics.begin(), metrics.end());
     if (json_) {
+      std::string extra;
+      for (const auto& [k, v] : metrics) {
+        extra += absl::StrFormat("%s\"%s\":%.6g", extra.empty() ? "" : ",", JsonEscape(k), v);
+      }
       std::printf(
           "{\"job\":\"%s\",\"mode\":\"%s\",\"modes\":\"%s\",\"model\":\"%s\","
           "\"workers\":%d,\"servers\":%d,\"epochs\":%d,\"iterations\":%lld,"
           "\"test_accuracy\":%.4f,\"final_loss\":%.4f,\"samples_per_second\":%.1f,"
-          "\"train_seconds\":%.2f,\"exposed_comm_seconds\":%.3f,\"wall_seconds\":%.2f}\n",
-          job_.c_str(), mode_.c_str(), modes.c_str(), model_.c_str(), workers_,
+          "\"train_seconds\":%.2f,\"exposed_comm_seconds\":%.3f,\"wall_seconds\":%.2f,"
+          "\"metrics\":{%s}}\n",
+          job_.c_str(), mode_.c_str(), modes.c_str(), JsonEscape(model).c_str(), workers_,
           job->spec().servers(), epochs_, static_cast<long long>(r.iterations()), r.test_accuracy(),
           r.final_loss(), r.samples_per_second(), r.train_seconds(), r.exposed_comm_seconds(),
-          wall);
+          wall, extra.c_str());
       return kExitOk;
     }
-    std::printf("job %s: %s, %d worker(s), %d epoch(s), %lld iterations: %s\n", job_.c_str(),
-                model_.c_str(), workers_, epochs_, static_cast<long long>(r.iterations()),
-                modes.c_str());
+    if (command_.empty()) {
+      std::printf("job %s: %s, %d worker(s), %d epoch(s), %lld iterations: %s\n", job_.c_str(),
+                  model_.c_str(), workers_, epochs_, static_cast<long long>(r.iterations()),
+                  modes.c_str());
+    } else {
+      std::printf("job %s: %s, %d worker(s), %lld iterations: %s\n", job_.c_str(),
+                  model.c_str(), workers_, static_cast<long long>(r.iterations()), modes.c_str());
+    }
     std::printf("final loss %.4f; exposed communication %.2f s of %.2f s training (rank 0)\n",
                 r.final_loss(), r.exposed_comm_seconds(), r.train_seconds());
-    std::printf("test accuracy %.3f, %.0f samples/s, %.1f s\n", r.test_accuracy(),
-                r.samples_per_second(), wall);
+    for (const auto& [k, v] : metrics) std::printf("metric %s: %g\n", k.c_str(), v);
+    if (r.test_accuracy() >= 0) {
+      std::printf("test accuracy %.3f, %.0f samples/s, %.1f s\n", r.test_accuracy(),
+                  r.samples_per_second(), wall);
+    } else {
+      std::printf("no test accuracy reported, %.0f samples/s, %.1f s\n", r.samples_per_second(),
+                  wall);
+    }
     return kExitOk;
   }
 
@@ -366,6 +436,16 @@ class LocalCommand final : public Command {
                                       std::min(to, total) - 1));
     }
     return absl::StrJoin(parts, ", ");
+  }
+
+  static std::string JsonEscape(const std::string& in) {
+    std::string out;
+    for (char c : in) {
+      if (c == '"' || c == '\\') out += '\\';
+      if (static_cast<unsigned char>(c) < 0x20) continue;
+      out += c;
+    }
+    return out;
   }
 
   int Fail(const absl::Status& st) {
@@ -394,6 +474,7 @@ class LocalCommand final : public Command {
   std::string data_dir_;
   std::string job_ = "local";
   bool json_ = false;
+  std::vector<std::string> command_;  // -- CMD ARGS...: the workers' own program
   std::vector<std::string> shard_children_;  // the shards' child names
   ChildProcesses children_;
 };
