@@ -29,8 +29,8 @@
 #include "absl/strings/str_split.h"
 #include "cli/command.h"
 #include "cli/local/progress.h"
-#include "common/child_processes.h"
 #include "cli/mode_options.h"
+#include "common/child_processes.h"
 #include "plan/modes.h"
 #include "scheduler/client/scheduler_client.h"
 #include "scheduler/scheduler_core.h"
@@ -66,8 +66,10 @@ class LocalCommand final : public Command {
         ->capture_default_str();
     app.add_option("--lr", lr_, "Learning rate")->capture_default_str();
     app.add_option("--optimizer", optimizer_, "sgd, momentum or adam")->capture_default_str();
+    // One value per occurrence, so a `--` after it still starts the workers' command.
     app.add_option("--switch-mode-at", switches_,
-                   "ITER:MODE: run MODE from iteration ITER on (repeatable)");
+                   "ITER:MODE: run MODE from iteration ITER on (repeatable)")
+        ->allow_extra_args(false);
     app.add_option("--train-samples", train_samples_,
                    "Train on the first N samples of the training set only (0: all 60000)");
     app.add_option("--seed", seed_, "Seed of the model, the data order and random topologies");
@@ -275,6 +277,8 @@ class LocalCommand final : public Command {
     // Until every process of the job has exited on its own: the workers when they finished,
     // the shards when the scheduler says the job completed.
     int done = 0;
+    int workers_done = 0;
+    auto workers_exited = std::chrono::steady_clock::now();
     const int processes = workers_ + static_cast<int>(shard_children_.size());
     auto last_poll = std::chrono::steady_clock::now() - 1s;
     while (done < processes) {
@@ -288,6 +292,9 @@ class LocalCommand final : public Command {
         if (WIFEXITED(exit->status) && WEXITSTATUS(exit->status) == 0 &&
             exit->name != "scheduler") {
           ++done;
+          if (exit->name.rfind("worker-", 0) == 0 && ++workers_done == workers_) {
+            workers_exited = std::chrono::steady_clock::now();
+          }
           continue;
         }
         progress.Finish();
@@ -295,6 +302,23 @@ class LocalCommand final : public Command {
         std::fprintf(stderr, "herd local: stopping the job\n");
         children_.Stop();
         return kExitFailure;
+      }
+      // Every worker exited cleanly but the shards still wait: a program that ended without
+      // finishing its training (herd.finish()) leaves the job running; stop it and say so.
+      if (workers_done == workers_ && done < processes &&
+          std::chrono::steady_clock::now() - workers_exited > 10s) {
+        auto job = (*sched)->GetJob(job_);
+        if (job.ok() && job->state() != herd::v1::JOB_COMPLETED) {
+          progress.Finish();
+          Fail(absl::FailedPreconditionError(absl::StrFormat(
+              "every worker exited, but job %s is still %s: a worker ended without finishing "
+              "its training (a program must end with herd.finish()); the end of worker-0's "
+              "log (%s):\n%s",
+              job_, std::string(scheduler::JobStateName(job->state())), LogOf("worker-0"),
+              children_.LogTail("worker-0"))));
+          children_.Stop();
+          return kExitFailure;
+        }
       }
       if (std::chrono::steady_clock::now() - last_poll >= 500ms) {
         last_poll = std::chrono::steady_clock::now();
@@ -311,8 +335,7 @@ class LocalCommand final : public Command {
   }
 
   // Worker `w` as the user's program, with the job in its environment.
-  absl::Status StartProgram(const std::string& name, int w, const std::string& address,
-                            int cores) {
+  absl::Status StartProgram(const std::string& name, int w, const std::string& address, int cores) {
     ChildSpec spec;
     spec.name = name;
     spec.argv = command_;
@@ -398,8 +421,8 @@ class LocalCommand final : public Command {
           "\"metrics\":{%s}}\n",
           job_.c_str(), mode_.c_str(), modes.c_str(), JsonEscape(model).c_str(), workers_,
           job->spec().servers(), epochs_, static_cast<long long>(r.iterations()), r.test_accuracy(),
-          r.final_loss(), r.samples_per_second(), r.train_seconds(), r.exposed_comm_seconds(),
-          wall, extra.c_str());
+          r.final_loss(), r.samples_per_second(), r.train_seconds(), r.exposed_comm_seconds(), wall,
+          extra.c_str());
       return kExitOk;
     }
     if (command_.empty()) {
@@ -407,8 +430,8 @@ class LocalCommand final : public Command {
                   model_.c_str(), workers_, epochs_, static_cast<long long>(r.iterations()),
                   modes.c_str());
     } else {
-      std::printf("job %s: %s, %d worker(s), %lld iterations: %s\n", job_.c_str(),
-                  model.c_str(), workers_, static_cast<long long>(r.iterations()), modes.c_str());
+      std::printf("job %s: %s, %d worker(s), %lld iterations: %s\n", job_.c_str(), model.c_str(),
+                  workers_, static_cast<long long>(r.iterations()), modes.c_str());
     }
     std::printf("final loss %.4f; exposed communication %.2f s of %.2f s training (rank 0)\n",
                 r.final_loss(), r.exposed_comm_seconds(), r.train_seconds());
@@ -474,7 +497,7 @@ class LocalCommand final : public Command {
   std::string data_dir_;
   std::string job_ = "local";
   bool json_ = false;
-  std::vector<std::string> command_;  // -- CMD ARGS...: the workers' own program
+  std::vector<std::string> command_;         // -- CMD ARGS...: the workers' own program
   std::vector<std::string> shard_children_;  // the shards' child names
   ChildProcesses children_;
 };

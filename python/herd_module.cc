@@ -39,9 +39,8 @@ void SetErrorType(PyObject* type) { g_error = type; }
   if (absl::IsInvalidArgument(st) || absl::IsFailedPrecondition(st)) {
     throw py::value_error(message);
   }
-  PyErr_SetString(g_error, absl::StrFormat("%s: %s", absl::StatusCodeToString(st.code()),
-                                           message)
-                               .c_str());
+  PyErr_SetString(g_error,
+                  absl::StrFormat("%s: %s", absl::StatusCodeToString(st.code()), message).c_str());
   throw py::error_already_set();
 }
 
@@ -152,9 +151,8 @@ class PySession {
       spec.set_dtype("fp32");
       layout.push_back(std::move(spec));
     }
-    Unlocked([&] {
-      return session_->Attach(std::move(model), std::move(layout), planned_iterations);
-    });
+    Unlocked(
+        [&] { return session_->Attach(std::move(model), std::move(layout), planned_iterations); });
   }
 
   std::string begin_iteration(int64_t iteration) {
@@ -295,7 +293,6 @@ PYBIND11_MODULE(_herd, m) {
       .def("exchange", &PySession::exchange);
 
   // The global data order of worker/data/epoch_order.h, bit for bit.
-  m.def("epoch_order", [](int64_t count, uint64_t seed, int64_t epoch) {
-    return EpochOrder(count, seed, epoch);
-  });
+  m.def("epoch_order",
+        [](int64_t count, uint64_t seed, int64_t epoch) { return EpochOrder(count, seed, epoch); });
 }

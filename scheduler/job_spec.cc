@@ -229,8 +229,7 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& in) {
   if (training->model().empty()) training->set_model("cnn");
   // "program": the workers run their own training program (the Python front end's script),
   // whose model declares the layout.
-  if (training->model() != "cnn" && training->model() != "mlp" &&
-      training->model() != "program") {
+  if (training->model() != "cnn" && training->model() != "mlp" && training->model() != "program") {
     return absl::InvalidArgumentError(absl::StrFormat(
         "job '%s': unknown model '%s'; the workers train mlp or cnn, or their own (program)",
         in.name(), training->model()));

@@ -109,11 +109,9 @@ std::string ProgressLine::TrainingLine(const JobStatus& job, Clock::time_point n
   }
   // A training program that does not report its loss (the Python front end's step() without
   // loss=) reports NaN: the line leaves the loss out.
-  const std::string loss_part =
-      std::isnan(loss) ? "" : absl::StrFormat("  loss %.4f", loss / n);
-  return absl::StrFormat("training [%s] %s%s  %.0f samples/s  comm %.0f%%",
-                         ModeAt(job, iteration), where, loss_part, rate,
-                         busy > 0 ? 100.0 * exposed / busy : 0.0);
+  const std::string loss_part = std::isnan(loss) ? "" : absl::StrFormat("  loss %.4f", loss / n);
+  return absl::StrFormat("training [%s] %s%s  %.0f samples/s  comm %.0f%%", ModeAt(job, iteration),
+                         where, loss_part, rate, busy > 0 ? 100.0 * exposed / busy : 0.0);
 }
 
 ProgressLine::Look ProgressLine::See(const JobStatus& job, Clock::time_point begin,

@@ -91,7 +91,8 @@ class FeaturesTest(HerdTorchTest):
         run = self.herd_local("dear", ["--unused"])
         self.assertTrained(run)
         spare = run.params(0)[4:]  # spare.weight, spare.bias: a zero gradient, never moved
-        sys.path.insert(0, HERE)
+        # The package of the build tree next to the herd binary, as herd local finds it.
+        sys.path[:0] = [HERE, os.path.join(os.path.dirname(HERD), "..", "python")]
         import train_tiny
         torch.manual_seed(1)
         initial = list(train_tiny.Tiny(unused=True).parameters())
