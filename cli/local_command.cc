@@ -3,6 +3,12 @@
 // switches), shows a live progress line from the scheduler's view of the job, and ends with a
 // summary whose last line is "test accuracy 0.xxx, N samples/s, T s".
 //
+// `herd local [options] -- CMD ARGS...` runs CMD as each worker instead of the built-in model:
+// the user's own training program (a Python script over herd.torch), with HERD_SCHEDULER,
+// HERD_JOB, HERD_NAME, HERD_RANK, HERD_THREADS (and the fusion and timeline settings) in its
+// environment and the build tree's (or the installed) Python package on its PYTHONPATH. Its
+// model declares the job's layout; its herd.finish(metrics) appear in the summary.
+//
 // Ctrl-C (or SIGTERM) stops every child. A child that fails stops the job: the message names it,
 // says how it ended, and shows the end of its log (every child logs to STATE/logs/NAME.log).
 
@@ -63,8 +69,10 @@ class LocalCommand final : public Command {
         ->capture_default_str();
     app.add_option("--lr", lr_, "Learning rate")->capture_default_str();
     app.add_option("--optimizer", optimizer_, "sgd, momentum or adam")->capture_default_str();
+    // One value per occurrence, so a `--` after it still starts the workers' command.
     app.add_option("--switch-mode-at", switches_,
-                   "ITER:MODE: run MODE from iteration ITER on (repeatable)");
+                   "ITER:MODE: run MODE from iteration ITER on (repeatable)")
+        ->allow_extra_args(false);
     app.add_option("--train-samples", train_samples_,
                    "Train on the first N samples of the training set only (0: all 60000)");
     app.add_option("--seed", seed_, "Seed of the model, the data order and random topologies");
@@ -96,6 +104,9 @@ class LocalCommand final : public Command {
                    "On SIGTERM with checkpoints: how long the job may take to checkpoint and "
                    "stop (60s)")
         ->capture_default_str();
+    app.add_option("command", command_,
+                   "-- CMD ARGS...: run CMD as each worker (your own training program, e.g. "
+                   "/usr/bin/python3 train.py) instead of the built-in --model");
   }
 
   int Run() override {
@@ -148,15 +159,17 @@ class LocalCommand final : public Command {
                                          [](const plan::ModeInfo* m) { return m->needs_servers; });
     spec.set_servers(servers_ >= 0 ? servers_ : (any_servers ? 1 : 0));
     *spec.mutable_mode() = mode_options_.SpecFor(**first);
-    auto layout = worker::ModelLayout(model_);
-    if (!layout.ok()) return layout.status();
-    for (const auto& t : *layout) *spec.add_tensors() = t;
+    if (command_.empty()) {
+      auto layout = worker::ModelLayout(model_);
+      if (!layout.ok()) return layout.status();
+      for (const auto& t : *layout) *spec.add_tensors() = t;
+    }  // else: the program's first worker declares its model's layout
     spec.mutable_optimizer()->set_name(optimizer_);
     spec.mutable_optimizer()->set_learning_rate(lr_);
     spec.set_seed(seed_);
     if (auto st = SetCheckpointPolicy(spec); !st.ok()) return st;
     auto* training = spec.mutable_training();
-    training->set_model(model_);
+    training->set_model(command_.empty() ? model_ : "program");
     training->set_epochs(epochs_);
     training->set_batch_size(batch_size_);
     training->set_train_samples(train_samples_);
@@ -314,7 +327,8 @@ class LocalCommand final : public Command {
       args.insert(args.end(), {"--preempt-grace", preempt_grace_});
       if (!timeline_dir_.empty()) args.insert(args.end(), {"--timeline", timeline_dir_});
       if (!data_dir_.empty()) args.insert(args.end(), {"--data-dir", data_dir_});
-      auto st = children_.StartSelf(name, args, LogOf(name));
+      auto st = command_.empty() ? children_.StartSelf(name, args, LogOf(name))
+                                 : StartProgram(name, w, *address, cores);
       if (!st.ok()) return Fail(st);
     }
 
@@ -322,6 +336,8 @@ class LocalCommand final : public Command {
     // Until every process of the job has exited on its own: the workers when they finished,
     // the shards when the scheduler says the job completed.
     int done = 0;
+    int workers_done = 0;
+    auto workers_exited = std::chrono::steady_clock::now();
     const int processes = workers_ + static_cast<int>(shard_children_.size());
     auto last_poll = std::chrono::steady_clock::now() - 1s;
     std::optional<std::chrono::steady_clock::time_point> preempting;
@@ -357,6 +373,9 @@ class LocalCommand final : public Command {
         if (WIFEXITED(exit->status) && WEXITSTATUS(exit->status) == 0 &&
             exit->name != "scheduler") {
           ++done;
+          if (exit->name.rfind("worker-", 0) == 0 && ++workers_done == workers_) {
+            workers_exited = std::chrono::steady_clock::now();
+          }
           continue;
         }
         progress.Finish();
@@ -364,6 +383,23 @@ class LocalCommand final : public Command {
         std::fprintf(stderr, "herd local: stopping the job\n");
         children_.Stop();
         return kExitFailure;
+      }
+      // Every worker exited cleanly but the shards still wait: a program that ended without
+      // finishing its training (herd.finish()) leaves the job running; stop it and say so.
+      if (workers_done == workers_ && done < processes &&
+          std::chrono::steady_clock::now() - workers_exited > 10s) {
+        auto job = (*sched)->GetJob(job_);
+        if (job.ok() && job->state() != herd::v1::JOB_COMPLETED) {
+          progress.Finish();
+          Fail(absl::FailedPreconditionError(absl::StrFormat(
+              "every worker exited, but job %s is still %s: a worker ended without finishing "
+              "its training (a program must end with herd.finish()); the end of worker-0's "
+              "log (%s):\n%s",
+              job_, std::string(scheduler::JobStateName(job->state())), LogOf("worker-0"),
+              children_.LogTail("worker-0"))));
+          children_.Stop();
+          return kExitFailure;
+        }
       }
       if (std::chrono::steady_clock::now() - last_poll >= 500ms) {
         last_poll = std::chrono::steady_clock::now();
@@ -377,6 +413,44 @@ class LocalCommand final : public Command {
     }
     progress.Finish();
     return Summarize(**sched, begin);
+  }
+
+  // Worker `w` as the user's program, with the job in its environment.
+  absl::Status StartProgram(const std::string& name, int w, const std::string& address, int cores) {
+    ChildSpec spec;
+    spec.name = name;
+    spec.argv = command_;
+    spec.log_path = LogOf(name);
+    spec.env = {"HERD_SCHEDULER=" + address,
+                "HERD_JOB=" + job_,
+                "HERD_NAME=" + name,
+                "HERD_RANK=" + std::to_string(w),
+                "HERD_THREADS=" + std::to_string(std::max(1, cores / workers_)),
+                "OMP_NUM_THREADS=" + std::to_string(std::max(1, cores / workers_)),
+                "HERD_FUSION_THRESHOLD_KIB=" + std::to_string(fusion_kib_),
+                "HERD_TUNE_FUSION=" + std::string(tune_fusion_ ? "1" : "0"),
+                "HERD_TIMELINE=" + timeline_dir_,
+                "HERD_SEED=" + std::to_string(seed_),
+                "PYTHONUNBUFFERED=1"};
+    if (const std::string dir = PythonPackageDir(); !dir.empty()) {
+      const char* old = std::getenv("PYTHONPATH");
+      spec.env.push_back("PYTHONPATH=" + dir + (old && *old ? ":" + std::string(old) : ""));
+    }
+    return children_.Start(std::move(spec)).status();
+  }
+
+  // Where the package herd lies next to this executable: the build tree (build/bin/herd,
+  // build/python/herd) or an installation (PREFIX/bin/herd, PREFIX/lib/python3/dist-packages);
+  // "" when neither has it (an installed package on Python's own path still works).
+  static std::string PythonPackageDir() {
+    std::error_code ec;
+    const fs::path bin = fs::read_symlink("/proc/self/exe", ec).parent_path();
+    if (ec) return "";
+    for (const fs::path& dir :
+         {bin / ".." / "python", bin / ".." / "lib" / "python3" / "dist-packages"}) {
+      if (fs::exists(dir / "herd" / "torch.py", ec)) return fs::weakly_canonical(dir, ec).string();
+    }
+    return "";
   }
 
   // Why the job stopped, once a child exited badly: the scheduler names the process that
@@ -425,32 +499,52 @@ class LocalCommand final : public Command {
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     const std::string modes = ModesRun(*job);
+    const std::string model = command_.empty() ? model_ : absl::StrJoin(command_, " ");
+    std::vector<std::pair<std::string, double>> metrics(r.metrics().begin(), r.metrics().end());
+    std::sort(metrics.begin(), metrics.end());
     if (json_) {
+      std::string extra;
+      for (const auto& [k, v] : metrics) {
+        extra += absl::StrFormat("%s\"%s\":%.6g", extra.empty() ? "" : ",", JsonEscape(k), v);
+      }
       std::printf(
           "{\"job\":\"%s\",\"mode\":\"%s\",\"modes\":\"%s\",\"model\":\"%s\","
           "\"workers\":%d,\"servers\":%d,\"epochs\":%d,\"iterations\":%lld,"
           "\"test_accuracy\":%.4f,\"final_loss\":%.4f,\"samples_per_second\":%.1f,"
           "\"train_seconds\":%.2f,\"exposed_comm_seconds\":%.3f,\"wall_seconds\":%.2f,"
           "\"params_digest\":\"%s\",\"start_iteration\":%lld,\"checkpoints\":%lld,"
-          "\"last_checkpoint\":\"%s\"}\n",
-          job_.c_str(), mode_.c_str(), modes.c_str(), model_.c_str(), workers_,
+          "\"last_checkpoint\":\"%s\",\"metrics\":{%s}}\n",
+          job_.c_str(), mode_.c_str(), modes.c_str(), JsonEscape(model).c_str(), workers_,
           job->spec().servers(), epochs_, static_cast<long long>(r.iterations()), r.test_accuracy(),
           r.final_loss(), r.samples_per_second(), r.train_seconds(), r.exposed_comm_seconds(), wall,
           r.params_digest().c_str(),
           static_cast<long long>(job->has_resumed() ? job->resumed().iteration() : 0),
           static_cast<long long>(job->checkpoints_committed()),
-          job->last_checkpoint().id().empty()
-              ? ""
-              : (job->last_checkpoint().dir() + "/" + job->last_checkpoint().id()).c_str());
+          JsonEscape(job->last_checkpoint().id().empty()
+                         ? std::string()
+                         : job->last_checkpoint().dir() + "/" + job->last_checkpoint().id())
+              .c_str(),
+          extra.c_str());
       return kExitOk;
     }
-    std::printf("job %s: %s, %d worker(s), %d epoch(s), %lld iterations: %s\n", job_.c_str(),
-                model_.c_str(), workers_, epochs_, static_cast<long long>(r.iterations()),
-                modes.c_str());
+    if (command_.empty()) {
+      std::printf("job %s: %s, %d worker(s), %d epoch(s), %lld iterations: %s\n", job_.c_str(),
+                  model_.c_str(), workers_, epochs_, static_cast<long long>(r.iterations()),
+                  modes.c_str());
+    } else {
+      std::printf("job %s: %s, %d worker(s), %lld iterations: %s\n", job_.c_str(), model.c_str(),
+                  workers_, static_cast<long long>(r.iterations()), modes.c_str());
+    }
     std::printf("final loss %.4f; exposed communication %.2f s of %.2f s training (rank 0)\n",
                 r.final_loss(), r.exposed_comm_seconds(), r.train_seconds());
-    std::printf("test accuracy %.3f, %.0f samples/s, %.1f s\n", r.test_accuracy(),
-                r.samples_per_second(), wall);
+    for (const auto& [k, v] : metrics) std::printf("metric %s: %g\n", k.c_str(), v);
+    if (r.test_accuracy() >= 0) {
+      std::printf("test accuracy %.3f, %.0f samples/s, %.1f s\n", r.test_accuracy(),
+                  r.samples_per_second(), wall);
+    } else {
+      std::printf("no test accuracy reported, %.0f samples/s, %.1f s\n", r.samples_per_second(),
+                  wall);
+    }
     return kExitOk;
   }
 
@@ -467,6 +561,16 @@ class LocalCommand final : public Command {
                                       std::min(to, total) - 1));
     }
     return absl::StrJoin(parts, ", ");
+  }
+
+  static std::string JsonEscape(const std::string& in) {
+    std::string out;
+    for (char c : in) {
+      if (c == '"' || c == '\\') out += '\\';
+      if (static_cast<unsigned char>(c) < 0x20) continue;
+      out += c;
+    }
+    return out;
   }
 
   int Fail(const absl::Status& st) {
@@ -495,13 +599,19 @@ class LocalCommand final : public Command {
   std::string data_dir_;
   std::string job_ = "local";
   bool json_ = false;
-  std::string checkpoint_dir_, checkpoint_every_, resume_, losses_file_;
-  int keep_last_ = 0, keep_every_ = 0;
-  std::string preempt_grace_ = "60s";
-  std::chrono::milliseconds ParsedGrace() const {
-    auto g = scheduler::ParseDurationFlag(preempt_grace_);
-    return g.ok() ? *g : std::chrono::milliseconds(60000);
-  }
+          "\"params_digest\":\"%s\",\"start_iteration\":%lld,\"checkpoints\":%lld,"
+          "\"last_checkpoint\":\"%s\",\"metrics\":{%s}}\n",
+          job_.c_str(), mode_.c_str(), modes.c_str(), JsonEscape(model).c_str(), workers_,
+          job->spec().servers(), epochs_, static_cast<long long>(r.iterations()), r.test_accuracy(),
+          r.final_loss(), r.samples_per_second(), r.train_seconds(), r.exposed_comm_seconds(), wall,
+          r.params_digest().c_str(),
+          static_cast<long long>(job->has_resumed() ? job->resumed().iteration() : 0),
+          static_cast<long long>(job->checkpoints_committed()),
+          JsonEscape(job->last_checkpoint().id().empty()
+                         ? std::string()
+                         : job->last_checkpoint().dir() + "/" + job->last_checkpoint().id())
+              .c_str(),
+          extra.c_str());
   std::vector<std::string> shard_children_;  // the shards' child names
   ChildProcesses children_;
 };

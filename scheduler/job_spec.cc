@@ -267,10 +267,12 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& in) {
   HERD_RETURN_IF_ERROR(CheckText(absl::StrFormat("job '%s': training model", in.name()),
                                  training->model(), limits::kMaxWordBytes, true));
   if (training->model().empty()) training->set_model("cnn");
-  if (training->model() != "cnn" && training->model() != "mlp") {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("job '%s': unknown model '%s'; the workers train mlp or cnn", in.name(),
-                        training->model()));
+  // "program": the workers run their own training program (the Python front end's script),
+  // whose model declares the layout.
+  if (training->model() != "cnn" && training->model() != "mlp" && training->model() != "program") {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "job '%s': unknown model '%s'; the workers train mlp or cnn, or their own (program)",
+        in.name(), training->model()));
   }
   if (training->epochs() == 0) training->set_epochs(1);
   if (training->epochs() < 1 || training->epochs() > 10000) {

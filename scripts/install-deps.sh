@@ -24,6 +24,9 @@ packages=(
   # the worker: libtorch (CPU) for the models, zlib for the gzip-compressed dataset, and the
   # Fashion-MNIST dataset itself (/usr/share/datasets/fashion-mnist)
   libtorch-dev zlib1g-dev dataset-fashion-mnist
+  # the Python front end (herd.torch): Debian's torch for /usr/bin/python3 (the same libtorch
+  # build as libtorch-dev) and pybind11 for the extension module
+  python3-dev python3-torch python3-pybind11 pybind11-dev
 )
 
 missing=()

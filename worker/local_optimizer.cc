@@ -21,6 +21,7 @@ LocalOptimizer::LocalOptimizer(optim::OptimizerConfig config,
 
 void LocalOptimizer::Step(int t, std::span<const float> grad) {
   State& s = states_[t];
+  if (config_.learning_rate_source) config_.learning_rate = config_.learning_rate_source->load();
   optim::ApplyOptimizer(config_, std::span<float>(s.param, s.count), grad.first(s.count), s.slot0,
                         s.slot1, ++s.step);
 }

@@ -246,10 +246,11 @@ absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
   ctx.rank = rank_;
   ctx.comm = comm.get();
   ctx.tensors = tensors_;
-  HERD_ASSIGN_OR_RETURN(ctx.optimizer.kind, optim::ParseOptimizer(spec_.optimizer().name()));
-  ctx.optimizer.learning_rate = spec_.optimizer().learning_rate();
-  if (spec_.optimizer().momentum() > 0) ctx.optimizer.momentum = spec_.optimizer().momentum();
-  ctx.optimizer.weight_decay = spec_.optimizer().weight_decay();
+  if (optimizer_override_) {
+    ctx.optimizer = *optimizer_override_;
+  } else {
+    HERD_ASSIGN_OR_RETURN(ctx.optimizer, JobOptimizer());
+  }
   ctx.fusion = options_.fusion;
   ctx.timeout = options_.timeout;
   ctx.timeline = timeline_.get();
@@ -277,6 +278,19 @@ absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
   }
   Log().info("worker {}: iteration {}: {}", rank_, iteration, executor_->Describe());
   return absl::OkStatus();
+}
+
+absl::StatusOr<optim::OptimizerConfig> Session::JobOptimizer() const {
+  optim::OptimizerConfig config;
+  HERD_ASSIGN_OR_RETURN(config.kind, optim::ParseOptimizer(spec_.optimizer().name()));
+  config.learning_rate = spec_.optimizer().learning_rate();
+  if (spec_.optimizer().momentum() > 0) config.momentum = spec_.optimizer().momentum();
+  config.weight_decay = spec_.optimizer().weight_decay();
+  return config;
+}
+
+bool Session::OptimizerOnShards(std::string_view mode) {
+  return mode == "ps_sync" || mode == "ps_async";
 }
 
 absl::Status Session::EndIteration(const StepStats& step) {

@@ -88,6 +88,9 @@ class Session {
   // The job's spec (after Attach: with the model's layout).
   const herd::v1::JobSpec& spec() const { return spec_; }
   Timeline& timeline() { return *timeline_; }
+  // The job's key-value store at the scheduler (keys written once per job): how the ranks meet
+  // outside any communicator, e.g. the Python front end's small all-reduces of user metrics.
+  transport::Store& store() { return *store_; }
   uint64_t node_id() const { return registered_.node_id(); }
 
   // Binds the model: `tensors` in forward order (fp32, host memory that stays put for the
@@ -109,6 +112,17 @@ class Session {
   // Reports this worker's finished training (after Flush). The job completes when every
   // worker has finished; the answer is the job's status as of this call.
   absl::StatusOr<herd::v1::JobStatus> Finish(herd::v1::TrainingResult result);
+  // The optimizer the workers apply locally (the collective modes, ps_ec, the decentralized
+  // modes) instead of the job's: a training program that owns its optimizer (the Python front
+  // end translates torch's) sets it before the first iteration. Executors built from then on
+  // use it; its learning_rate_source, when set, is read at every step. The shards of ps_sync
+  // and ps_async keep applying the job's optimizer (see OptimizerOnShards).
+  void SetOptimizer(optim::OptimizerConfig config) { optimizer_override_ = std::move(config); }
+  // The optimizer the job's spec names, as the executors and shards would apply it.
+  absl::StatusOr<optim::OptimizerConfig> JobOptimizer() const;
+  // Whether `mode` applies the update on the shards (ps_sync, ps_async) rather than here.
+  static bool OptimizerOnShards(std::string_view mode);
+
   // Fails the job because of this worker: the other processes stop with `why`. Does nothing
   // when the job had already ended (it was the job's ending that stopped this worker).
   void Fail(const absl::Status& why);
@@ -185,6 +199,7 @@ class Session {
   std::unique_ptr<scheduler::HeartbeatLoop> heartbeats_;
 
   std::vector<ModelTensor> tensors_;
+  std::optional<optim::OptimizerConfig> optimizer_override_;
   std::unique_ptr<Executor> executor_;
   std::string executor_key_;  // the serialized ModeSpec the executor runs
   std::string executor_description_;

@@ -8,7 +8,9 @@
 //   adam:     m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
 //             p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -25,6 +27,10 @@ struct OptimizerConfig {
   double beta1 = 0.9;
   double beta2 = 0.999;
   double epsilon = 1e-8;
+  // When set, a worker's local optimizer reads its learning rate from here at every step, so a
+  // training program can change it between iterations (a torch LR scheduler in the Python
+  // front end). Shards ignore it.
+  std::shared_ptr<const std::atomic<double>> learning_rate_source;
 };
 
 // "sgd" | "momentum" | "adam" (empty: sgd). INVALID_ARGUMENT otherwise.

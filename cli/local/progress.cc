@@ -1,6 +1,7 @@
 #include "cli/local/progress.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string_view>
 
 #include "absl/strings/str_format.h"
@@ -107,9 +108,11 @@ std::string ProgressLine::TrainingLine(const JobStatus& job, Clock::time_point n
       where = absl::StrFormat("epoch %d/%d  %s", epoch, epochs, where);
     }
   }
-  return absl::StrFormat("training [%s] %s  loss %.4f  %.0f samples/s  comm %.0f%%",
-                         ModeAt(job, iteration), where, loss / n, rate,
-                         busy > 0 ? 100.0 * exposed / busy : 0.0);
+  // A training program that does not report its loss (the Python front end's step() without
+  // loss=) reports NaN: the line leaves the loss out.
+  const std::string loss_part = std::isnan(loss) ? "" : absl::StrFormat("  loss %.4f", loss / n);
+  return absl::StrFormat("training [%s] %s%s  %.0f samples/s  comm %.0f%%", ModeAt(job, iteration),
+                         where, loss_part, rate, busy > 0 ? 100.0 * exposed / busy : 0.0);
 }
 
 ProgressLine::Look ProgressLine::See(const JobStatus& job, Clock::time_point begin,

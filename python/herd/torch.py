@@ -1,0 +1,574 @@
+"""herd.torch: train your own PyTorch model with herd, in every mode, with a few lines.
+
+    import torch, herd.torch as herd
+    herd.init()                                     # joins the job the environment names
+    model = MyNet()
+    opt = herd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9),
+                                    model=model)
+    herd.broadcast_parameters(model.state_dict(), root_rank=0)
+    for x, y in loader:                             # this worker's part of the data
+        opt.zero_grad(); loss = F.cross_entropy(model(x), y); loss.backward()
+        opt.step(loss=loss)                         # loss= is optional: the progress line's
+    herd.finish(metrics={"test_accuracy": acc})     # reported in the job's summary
+
+How it works: a gradient hook on every parameter hands each gradient to the job's mode
+executor (worker/executor.h) as backward produces it; a forward pre-hook on every module that
+owns parameters is DeAR's wait before that layer; step() ends the iteration. herd applies the
+update itself, in place, with the torch optimizer's settings translated (SGD, momentum, weight
+decay, Adam); the learning rate is read at every step, so torch's LR schedulers work. The mode
+is the job's, and may change between two iterations (a planned switch, `herd job set-mode`)
+without the script knowing. Reference: docs/python.md.
+"""
+
+import atexit
+import math
+import os
+import sys
+import time
+import traceback
+
+import numpy as np
+import torch
+
+from . import _herd
+
+Error = _herd.Error
+
+__all__ = [
+    "init", "rank", "size", "mode", "iteration", "DistributedOptimizer", "broadcast_parameters",
+    "broadcast", "broadcast_", "allreduce", "finish", "epoch_order", "Error",
+]
+
+_session = None
+_optimizer = None  # the DistributedOptimizer of this process (one per process)
+_finished = False
+_failed = False  # the script raised: the job was failed, never finished
+_collectives = 0  # calls of allreduce/broadcast so far: the same sequence on every rank
+_STORE_CHUNK = 1 << 20  # bytes per key of the scheduler's store
+
+
+def _env(name, default=""):
+    return os.environ.get(name, default)
+
+
+def init():
+    """Joins the job named by HERD_SCHEDULER and HERD_JOB (set by `herd local`), as one of its
+    workers: registers, receives the rank, starts heartbeating. Optional: HERD_NAME (the
+    identity a restarted process takes its slot back with), HERD_RANK, HERD_TOKEN, HERD_TLS=1,
+    HERD_TLS_CA, HERD_TRANSPORT (ucx|nccl), HERD_THREADS (torch's intra-op threads),
+    HERD_FUSION_THRESHOLD_KIB, HERD_TUNE_FUSION=1, HERD_TIMELINE (a directory)."""
+    global _session
+    if _session is not None:
+        return
+    scheduler, job = _env("HERD_SCHEDULER"), _env("HERD_JOB")
+    if not scheduler or not job:
+        raise RuntimeError(
+            "herd.init(): HERD_SCHEDULER and HERD_JOB are not set; start the script with "
+            "`herd local --workers N --mode MODE -- python3 SCRIPT`, or set them to the "
+            "scheduler's address and the job's name")
+    if _env("HERD_THREADS"):
+        torch.set_num_threads(int(_env("HERD_THREADS")))
+    options = {
+        "scheduler": scheduler,
+        "job": job,
+        "name": _env("HERD_NAME"),
+        "rank": int(_env("HERD_RANK")) if _env("HERD_RANK") else None,
+        "token": _env("HERD_TOKEN"),
+        "tls": _env("HERD_TLS") == "1",
+        "tls_ca_file": _env("HERD_TLS_CA"),
+        "transport": _env("HERD_TRANSPORT", "ucx"),
+        "timeout_s": float(_env("HERD_TIMEOUT_S", "120")),
+        "start_timeout_s": float(_env("HERD_START_TIMEOUT_S", "120")),
+        "wait_for_job_s": float(_env("HERD_WAIT_FOR_JOB_S", "300")),
+        "fusion_threshold_kib": int(_env("HERD_FUSION_THRESHOLD_KIB", "4096")),
+        "tune_fusion": _env("HERD_TUNE_FUSION") == "1",
+        "timeline_dir": _env("HERD_TIMELINE"),
+    }
+    _session = _herd.Session(options)
+    _install_exit_handlers()
+
+
+def _require():
+    if _session is None:
+        raise RuntimeError("call herd.init() first")
+    return _session
+
+
+def rank():
+    """This worker's rank, 0 .. size()-1."""
+    return _require().rank
+
+
+def size():
+    """The job's number of workers."""
+    return _require().size
+
+
+def mode():
+    """The mode of the current iteration (before the first: the job's first mode)."""
+    s = _require()
+    return s.mode or s.job_mode
+
+
+def iteration():
+    """Optimizer steps this worker has completed (the index of the next iteration)."""
+    return _optimizer._iteration if _optimizer is not None else 0
+
+
+def epoch_order(count, epoch, seed=None):
+    """The job's global data order of `epoch` (worker/data/epoch_order.h): a permutation of
+    range(count), the same on every worker and at every worker count. Iteration i of an epoch
+    takes the global batch [i*P*B, (i+1)*P*B) of it, worker r the B from i*P*B + r*B."""
+    return torch.tensor(_herd.epoch_order(count, _require().seed if seed is None else seed, epoch),
+                        dtype=torch.int64)
+
+
+# --- The optimizer --------------------------------------------------------------------------
+
+_SUPPORTED = ("supported: torch.optim.SGD (momentum, weight_decay; no nesterov, dampening or "
+              "maximize) and torch.optim.Adam (betas, eps, weight_decay; no amsgrad or maximize), "
+              "with one parameter group")
+
+
+def _translate(optimizer):
+    """The herd optimizer (name, lr, momentum, weight_decay, beta1, beta2, eps) that makes the
+    same update as `optimizer`; ValueError for what herd cannot honour."""
+    cls = type(optimizer)
+    if cls not in (torch.optim.SGD, torch.optim.Adam):
+        raise ValueError(f"herd cannot apply {cls.__module__}.{cls.__name__}: {_SUPPORTED}")
+    if len(optimizer.param_groups) != 1:
+        raise ValueError(f"the optimizer has {len(optimizer.param_groups)} parameter groups "
+                         f"(per-group settings); herd applies one setting to every parameter: "
+                         f"{_SUPPORTED}")
+    g = optimizer.param_groups[0]
+    refused = []
+    if g.get("maximize", False):
+        refused.append("maximize=True")
+    if cls is torch.optim.SGD:
+        if g.get("nesterov", False):
+            refused.append("nesterov=True")
+        if g.get("dampening", 0) != 0:
+            refused.append(f"dampening={g['dampening']}")
+    else:
+        if g.get("amsgrad", False):
+            refused.append("amsgrad=True")
+    if refused:
+        raise ValueError(f"herd cannot honour {cls.__name__}({', '.join(refused)}): {_SUPPORTED}")
+    if cls is torch.optim.SGD:
+        name = "momentum" if g["momentum"] > 0 else "sgd"
+        return (name, float(g["lr"]), float(g["momentum"]), float(g["weight_decay"]), 0.9, 0.999,
+                1e-8)
+    b1, b2 = g["betas"]
+    return ("adam", float(g["lr"]), 0.0, float(g["weight_decay"]), float(b1), float(b2),
+            float(g["eps"]))
+
+
+def _check_tensor(name, p):
+    if p.dtype != torch.float32:
+        raise ValueError(f"parameter '{name}' is {p.dtype}; herd trains fp32 parameters")
+    if p.device.type != "cpu":
+        raise ValueError(f"parameter '{name}' is on {p.device}; herd's Python front end trains "
+                         f"CPU parameters")
+    if not p.is_contiguous():
+        raise ValueError(f"parameter '{name}' is not contiguous (shape {tuple(p.shape)}, stride "
+                         f"{p.stride()}); herd updates parameters in place in their memory: "
+                         f"make it contiguous before building the DistributedOptimizer")
+
+
+class DistributedOptimizer(torch.optim.Optimizer):
+    """Wraps a torch optimizer: its settings are translated and herd applies the update.
+
+    optimizer: torch.optim.SGD or Adam over the model's parameters, one parameter group.
+    model: the nn.Module (recommended): its parameter names are the job's tensor names, and its
+        modules get forward pre-hooks (DeAR's wait before each layer). Without it, names are
+        "param.I" and every pending update is applied when an iteration begins.
+    backward_passes_per_step: backward passes whose gradients accumulate (sum, as in .grad)
+        before one step.
+    """
+
+    def __init__(self, optimizer, model=None, backward_passes_per_step=1):
+        global _optimizer
+        session = _require()
+        if _optimizer is not None:
+            raise RuntimeError("this process already has a herd.DistributedOptimizer; a worker "
+                               "trains one model")
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise ValueError(f"expected a torch.optim optimizer, got {type(optimizer).__name__}")
+        if int(backward_passes_per_step) < 1:
+            raise ValueError(f"backward_passes_per_step must be >= 1, got {backward_passes_per_step}")
+        self._inner = optimizer
+        self._config = _translate(optimizer)
+        # The torch optimizer's groups, shared: an LR scheduler on either object changes both.
+        self.param_groups = optimizer.param_groups
+        self.defaults = optimizer.defaults
+        self.state = optimizer.state
+        self._step_count = 0
+        self._passes_per_step = int(backward_passes_per_step)
+
+        params = list(optimizer.param_groups[0]["params"])
+        if model is not None:
+            by_id = {id(p): n for n, p in model.named_parameters()}
+            missing = [i for i, p in enumerate(params) if id(p) not in by_id]
+            if missing:
+                raise ValueError(f"{len(missing)} of the optimizer's parameters are not the "
+                                 f"model's (the first is #{missing[0]}); give the optimizer "
+                                 f"model.parameters()")
+            order = {id(p): i for i, (_, p) in enumerate(model.named_parameters())}
+            params.sort(key=lambda p: order[id(p)])  # the model's (registration) order
+            names = [by_id[id(p)] for p in params]
+        else:
+            names = [f"param.{i}" for i in range(len(params))]
+        if not params:
+            raise ValueError("the optimizer has no parameters")
+        for n, p in zip(names, params):
+            if not p.requires_grad:
+                raise ValueError(f"parameter '{n}' does not require grad; give the optimizer "
+                                 f"only the parameters to train")
+            _check_tensor(n, p)
+        self._params = params
+        self._names = names
+        self._addresses = [p.data_ptr() for p in params]
+        self._model = model
+        self._model_params = ([id(p) for p in model.parameters()] if model is not None else None)
+
+        # Per iteration.
+        self._iteration = 0
+        self._in_iteration = False
+        self._mode = ""
+        self._passes = [0] * len(params)
+        self._submitted = [False] * len(params)
+        self._announced = [False] * len(params)
+        self._error = None
+        self._samples = 0
+        self._loss = float("nan")
+        self._t_begin = None
+        self._t_backward = None
+        self._first_begin = None
+        self._last_end = None
+        self._total_samples = 0
+        # Tensors no forward pre-hook announced in iteration 0 (used outside their module, or not
+        # at all): from then on they are announced when an iteration begins, before any forward.
+        self._announce_at_begin = None
+        self._prehooked = [False] * len(params)
+
+        session.set_optimizer(*self._config)
+        session.attach([_herd.TensorArg(n, p.data_ptr(), p.numel(), list(p.shape))
+                        for n, p in zip(names, params)], 0)
+
+        self._handles = []
+        for t, p in enumerate(params):
+            self._handles.append(p.register_hook(self._make_grad_hook(t)))
+        if model is not None:
+            index = {id(p): t for t, p in enumerate(params)}
+            for module in model.modules():
+                own = [index[id(p)] for p in module.parameters(recurse=False) if id(p) in index]
+                if own:
+                    self._handles.append(module.register_forward_pre_hook(
+                        self._make_pre_hook(own)))
+            self._handles.append(model.register_forward_pre_hook(self._count_samples))
+        _optimizer = self
+
+    # --- hooks -----------------------------------------------------------------------------
+
+    def _count_samples(self, module, inputs):
+        if torch.is_grad_enabled() and inputs and torch.is_tensor(inputs[0]) and inputs[0].dim():
+            self._samples += int(inputs[0].shape[0])
+
+    def _make_pre_hook(self, tensors):
+        def hook(module, inputs):
+            if not torch.is_grad_enabled():
+                # Evaluation: the parameters must hold every update (dear defers them).
+                self.synchronize()
+                return
+            self._begin_iteration()
+            for t in tensors:
+                self._prehooked[t] = True
+                if not self._announced[t]:
+                    self._announced[t] = True
+                    _session.before_forward(t)
+        return hook
+
+    def _make_grad_hook(self, t):
+        p = self._params[t]
+
+        def hook(grad):
+            if self._error is not None:
+                return None
+            try:
+                self._begin_iteration()
+                self._passes[t] += 1
+                if self._passes[t] < self._passes_per_step or self._submitted[t]:
+                    return None  # autograd accumulates it into .grad
+                g = grad if p.grad is None else p.grad + grad
+                if g.dtype != torch.float32:
+                    raise ValueError(f"parameter '{self._names[t]}' got a {g.dtype} gradient; "
+                                     f"herd takes fp32")
+                g = g.contiguous()
+                self._submit(t, g)
+            except BaseException as e:  # a hook cannot raise into autograd: step() raises it
+                self._error = e
+            return None
+        return hook
+
+    def _submit(self, t, g):
+        if not self._announced[t]:
+            # A pending (dear) update of t must land before its next gradient.
+            self._announced[t] = True
+            _session.before_forward(t)
+        _session.gradient_ready(t, g.data_ptr(), g.numel())
+        self._submitted[t] = True
+
+    # --- the iteration ---------------------------------------------------------------------
+
+    def _check_parameters(self):
+        for t, p in enumerate(self._params):
+            if p.data_ptr() != self._addresses[t] or not p.is_contiguous():
+                raise ValueError(
+                    f"parameter '{self._names[t]}' was reassigned or resized (its memory moved); "
+                    f"herd updates the parameters in place: change them in place "
+                    f"(with torch.no_grad(): p.copy_(...)), never assign p.data")
+        if self._model is not None:
+            now = [id(p) for p in self._model.parameters()]
+            if now != self._model_params:
+                raise ValueError("the model's parameters were replaced after the "
+                                 "DistributedOptimizer was built (a new nn.Parameter assigned to a "
+                                 "module); herd trains the parameters it was given: change them in "
+                                 "place instead")
+
+    def _begin_iteration(self):
+        if self._in_iteration:
+            return
+        self._check_parameters()
+        mode = _session.begin_iteration(self._iteration)
+        if mode != self._mode:
+            self._mode = mode
+            self._check_mode()
+        self._in_iteration = True
+        self._passes = [0] * len(self._params)
+        self._submitted = [False] * len(self._params)
+        self._announced = [False] * len(self._params)
+        self._samples = 0
+        self._t_begin = time.perf_counter()
+        if self._first_begin is None:
+            self._first_begin = self._t_begin
+        if self._model is None:
+            for t in range(len(self._params)):
+                self._announced[t] = True
+                _session.before_forward(t)
+        elif self._announce_at_begin:
+            for t in self._announce_at_begin:
+                self._announced[t] = True
+                _session.before_forward(t)
+
+    def _check_mode(self):
+        # ps_sync and ps_async apply the job's optimizer on the shards.
+        if not _herd.Session.optimizer_on_shards(self._mode):
+            return
+        job = _session.job_optimizer()
+        name, lr, momentum, wd = self._config[:4]
+        mine = {"name": name, "lr": float(self.param_groups[0]["lr"]),
+                "momentum": momentum if name == "momentum" else 0.0, "weight_decay": wd}
+        diff = [f"{k} {mine[k]} (the job's: {job[k]})" for k in ("name", "lr", "momentum",
+                                                                    "weight_decay")
+                if (mine[k] != job[k] if k == "name" else not math.isclose(mine[k], job[k],
+                                                                          rel_tol=1e-6))]
+        if name == "adam" and (self._config[4:] != (0.9, 0.999, 1e-8)):
+            diff.append("adam betas/eps other than the defaults")
+        if diff:
+            raise ValueError(
+                f"mode {self._mode} applies the job's optimizer on the shards, and this script's "
+                f"differs: {'; '.join(diff)}. Give the job the same optimizer (herd local "
+                f"--optimizer {name} --lr {mine['lr']}) or train in a mode that applies it on "
+                f"the workers")
+
+    def zero_grad(self, set_to_none=True):
+        # herd takes the gradients from the hooks; None (torch 2's default) saves a pass.
+        self._inner.zero_grad(set_to_none=set_to_none)
+
+    def synchronize(self):
+        """Waits for every update in flight, so the parameters are final (dear applies an
+        update before the layer's next forward). Evaluation under torch.no_grad() and finish()
+        call it."""
+        if self._in_iteration:
+            return  # mid-iteration: the parameters already hold what this forward needs
+        _session.flush()
+
+    def step(self, closure=None, loss=None):
+        """Ends the iteration: gradients not produced in it count as zero, the mode's
+        exchange completes and herd applies the update. `loss` (optional, a number or a
+        tensor) is what the progress line shows."""
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        try:
+            self._raise_hook_error()
+            self._begin_iteration()
+            if self._announce_at_begin is None:
+                self._announce_at_begin = [t for t, h in enumerate(self._prehooked) if not h]
+            for t, p in enumerate(self._params):
+                if not self._submitted[t]:
+                    g = p.grad if p.grad is not None else torch.zeros_like(p)
+                    self._submit(t, g.contiguous())
+            self._raise_hook_error()
+            lr = float(self.param_groups[0]["lr"])
+            if _herd.Session.optimizer_on_shards(self._mode) and not math.isclose(
+                    lr, _session.job_optimizer()["lr"], rel_tol=1e-6):
+                raise ValueError(f"the learning rate changed to {lr}, but mode {self._mode} "
+                                 f"applies the job's fixed learning rate on the shards")
+            _session.set_learning_rate(lr)
+            self._t_backward = time.perf_counter()
+            _session.end_backward()
+            if loss is not None:
+                self._loss = float(loss.detach() if torch.is_tensor(loss) else loss)
+            end = time.perf_counter()
+            _session.end_iteration(self._loss, 0.0, end - self._t_begin, self._samples)
+        except BaseException:
+            self._in_iteration = False
+            raise
+        self._last_end = end
+        self._total_samples += self._samples
+        self._in_iteration = False
+        self._iteration += 1
+        return loss
+
+    def _raise_hook_error(self):
+        if self._error is not None:
+            e, self._error = self._error, None
+            raise e
+
+    def state_dict(self):
+        # Checkpoints: herd keeps the optimizer's state (momentum, moments) in its executors;
+        # saving and restoring it goes through herd's checkpoints, not this dictionary.
+        return self._inner.state_dict()
+
+    def load_state_dict(self, state_dict):
+        self._inner.load_state_dict(state_dict)
+
+    def __repr__(self):
+        return f"herd.DistributedOptimizer({self._inner!r})"
+
+
+# --- collectives of the user's own tensors ----------------------------------------------------
+
+def _next_tag(what):
+    global _collectives
+    _collectives += 1
+    return f"{what}-{_collectives}"
+
+
+def _to_bytes(t):
+    return t.detach().cpu().contiguous().numpy().tobytes()
+
+
+def _exchange(tag, data, root):
+    """Every rank's bytes (root < 0), or the root's, through the job's store, in chunks."""
+    s = _require()
+    chunks = max(1, math.ceil(len(data) / _STORE_CHUNK)) if data is not None else 0
+    head = s.exchange(tag + "/n", str(chunks).encode() if data is not None else b"", root)
+    counts = [int(h) for h in head]
+    parts = [[] for _ in counts]
+    for c in range(max(counts)):
+        piece = data[c * _STORE_CHUNK:(c + 1) * _STORE_CHUNK] if data is not None and c < chunks \
+            else b""
+        got = s.exchange(f"{tag}/{c}", piece, root)
+        for i, g in enumerate(got):
+            if c < counts[i]:
+                parts[i].append(g)
+    return [b"".join(p) for p in parts]
+
+
+def allreduce(tensor, average=True):
+    """The sum (average=True: the mean) of `tensor` over the workers, as a new tensor. Every
+    worker calls it in the same order. Through the scheduler: for metrics, not for models."""
+    _require()
+    t = tensor.detach().cpu()
+    got = _exchange(_next_tag("allreduce"), _to_bytes(t), -1)
+    dtype = t.numpy().dtype
+    total = sum(np.frombuffer(b, dtype=dtype).astype(np.float64) for b in got)
+    if average:
+        total = total / len(got)
+    return torch.from_numpy(total.astype(dtype).reshape(tuple(t.shape)))
+
+
+def broadcast(tensor, root_rank):
+    """`tensor` of worker `root_rank`, as a new tensor on every worker."""
+    s = _require()
+    if not 0 <= root_rank < s.size:
+        raise ValueError(f"root_rank {root_rank} is not a rank of this job (0..{s.size - 1})")
+    t = tensor.detach().cpu().contiguous()
+    got = _exchange(_next_tag("broadcast"), _to_bytes(t) if s.rank == root_rank else None,
+                    root_rank)
+    return torch.from_numpy(np.frombuffer(got[0], dtype=t.numpy().dtype).copy()).reshape(t.shape)
+
+
+def broadcast_(tensor, root_rank):
+    """broadcast() into `tensor` itself."""
+    value = broadcast(tensor, root_rank)
+    with torch.no_grad():
+        tensor.copy_(value)
+    return tensor
+
+
+def broadcast_parameters(params, root_rank=0):
+    """Sets every tensor of `params` (a state_dict, (name, tensor) pairs, or tensors) to root's,
+    in place, so every worker starts from the same model."""
+    if _optimizer is not None:
+        _optimizer.synchronize()
+    items = params.items() if hasattr(params, "items") else params
+    for item in items:
+        tensor = item[1] if isinstance(item, tuple) else item
+        if torch.is_tensor(tensor) and tensor.numel() > 0:
+            broadcast_(tensor, root_rank)
+
+
+# --- the end ----------------------------------------------------------------------------------
+
+def finish(metrics=None):
+    """Ends this worker's training: every update applied, the result reported to the job, whose
+    summary shows `metrics` (name -> number; "test_accuracy" and "loss" fill the summary's
+    fields). The job completes when every worker has finished."""
+    global _finished
+    s = _require()
+    if _finished:
+        return
+    metrics = {str(k): float(v) for k, v in (metrics or {}).items()}
+    for k, v in metrics.items():
+        if not math.isfinite(v):
+            raise ValueError(f"metric '{k}' is {v}; metrics must be finite")
+    o = _optimizer
+    iterations = o._iteration if o else 0
+    seconds = (o._last_end - o._first_begin) if o and o._last_end else 0.0
+    samples = o._total_samples if o else 0
+    if o is not None:
+        o.synchronize()
+    loss = metrics.get("loss", o._loss if o else float("nan"))
+    s.finish(iterations, loss if math.isfinite(loss) else 0.0,
+             metrics.get("test_accuracy", -1.0), seconds,
+             samples * s.size / seconds if seconds > 0 else 0.0, metrics)
+    _finished = True
+
+
+def _install_exit_handlers():
+    previous = sys.excepthook
+
+    def on_exception(kind, value, tb):
+        # The script failed: the job fails, naming this worker and why, so no peer waits.
+        global _failed
+        _failed = True
+        if _session is not None and not _finished:
+            last = traceback.format_exception_only(kind, value)[-1].strip()
+            try:
+                _session.fail(f"the training script raised {last}")
+            except Exception:  # the job may be gone already
+                pass
+        previous(kind, value, tb)
+
+    sys.excepthook = on_exception
+
+    def at_exit():
+        # A script that ends without herd.finish() finishes with no metrics; one that is
+        # ending because of an exception failed the job in on_exception already.
+        if _session is not None and not _finished and not _failed:
+            finish()
+
+    atexit.register(at_exit)

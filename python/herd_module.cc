@@ -1,0 +1,298 @@
+// herd._herd: the worker session (worker/session.h) for Python. The public API is herd.torch
+// (python/herd/torch.py), which checks the user's model and optimizer and calls these.
+//
+// No torch headers here: tensors cross as (address, element count) of fp32 host memory that
+// herd/torch.py has checked (fp32, CPU, contiguous) and keeps alive, so the module builds in
+// seconds and stays independent of torch's C++ API. Every call that can block (registration,
+// the mode's collectives, the waits of dear, the barrier of the end) releases the GIL, so other
+// Python threads (a data loader) run meanwhile.
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "common/deadline.h"
+#include "worker/data/epoch_order.h"
+#include "worker/session.h"
+
+namespace py = pybind11;
+
+namespace herd::python {
+namespace {
+
+// Python's view of a failed status. INVALID_ARGUMENT and FAILED_PRECONDITION are the caller's
+// mistake (ValueError); everything else is herd's Error (a RuntimeError) naming the code.
+PyObject* g_error = nullptr;
+void SetErrorType(PyObject* type) { g_error = type; }
+
+[[noreturn]] void Raise(const absl::Status& st) {
+  const std::string message = std::string(st.message());
+  if (absl::IsInvalidArgument(st) || absl::IsFailedPrecondition(st)) {
+    throw py::value_error(message);
+  }
+  PyErr_SetString(g_error,
+                  absl::StrFormat("%s: %s", absl::StatusCodeToString(st.code()), message).c_str());
+  throw py::error_already_set();
+}
+
+void Check(const absl::Status& st) {
+  if (!st.ok()) Raise(st);
+}
+
+template <typename T>
+T Value(absl::StatusOr<T> v) {
+  if (!v.ok()) Raise(v.status());
+  return *std::move(v);
+}
+
+// Runs `f` (returning a Status) without the GIL, then raises its error with the GIL held.
+template <typename F>
+void Unlocked(F f) {
+  absl::Status st;
+  {
+    py::gil_scoped_release release;
+    st = f();
+  }
+  Check(st);
+}
+
+std::chrono::milliseconds Ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+// A tensor as herd/torch.py hands it over: fp32 host memory that outlives the session.
+struct TensorArg {
+  std::string name;
+  uintptr_t address;
+  size_t count;
+  std::vector<int64_t> shape;
+};
+
+class PySession {
+ public:
+  explicit PySession(const py::dict& o) {
+    worker::SessionOptions options;
+    options.scheduler.address = o["scheduler"].cast<std::string>();
+    options.scheduler.token = o["token"].cast<std::string>();
+    options.scheduler.tls = o["tls"].cast<bool>();
+    options.scheduler.tls_ca_file = o["tls_ca_file"].cast<std::string>();
+    options.job = o["job"].cast<std::string>();
+    options.name = o["name"].cast<std::string>();
+    if (!o["rank"].is_none()) options.rank = o["rank"].cast<int>();
+    options.transport = Value(transport::ParseBackend(o["transport"].cast<std::string>()));
+    options.timeout = Ms(o["timeout_s"].cast<double>());
+    options.start_timeout = Ms(o["start_timeout_s"].cast<double>());
+    options.wait_for_job = Ms(o["wait_for_job_s"].cast<double>());
+    options.fusion.threshold_bytes = o["fusion_threshold_kib"].cast<size_t>() << 10;
+    options.fusion.tune = o["tune_fusion"].cast<bool>();
+    options.timeline_dir = o["timeline_dir"].cast<std::string>();
+    absl::StatusOr<std::unique_ptr<worker::Session>> session;
+    {
+      py::gil_scoped_release release;
+      session = worker::Session::Join(std::move(options));
+    }
+    session_ = Value(std::move(session));
+  }
+
+  int rank() const { return session_->rank(); }
+  int size() const { return session_->world_size(); }
+  std::string job() const { return session_->job(); }
+  std::string mode() const { return session_->mode(); }
+  uint64_t seed() const { return session_->spec().seed(); }
+  std::string job_mode() const { return session_->spec().mode().mode(); }
+
+  // The job's optimizer as herd/torch.py compares it with the user's (ps_sync, ps_async).
+  py::dict job_optimizer() const {
+    optim::OptimizerConfig c = Value(session_->JobOptimizer());
+    py::dict d;
+    d["name"] = optim::OptimizerName(c.kind);
+    d["lr"] = c.learning_rate;
+    d["momentum"] = c.kind == optim::OptimizerConfig::Kind::kMomentum ? c.momentum : 0.0;
+    d["weight_decay"] = c.weight_decay;
+    return d;
+  }
+  static bool optimizer_on_shards(const std::string& mode) {
+    return worker::Session::OptimizerOnShards(mode);
+  }
+
+  void set_optimizer(const std::string& name, double lr, double momentum, double weight_decay,
+                     double beta1, double beta2, double epsilon) {
+    optim::OptimizerConfig c;
+    c.kind = Value(optim::ParseOptimizer(name));
+    c.learning_rate = lr;
+    c.momentum = momentum;
+    c.weight_decay = weight_decay;
+    c.beta1 = beta1;
+    c.beta2 = beta2;
+    c.epsilon = epsilon;
+    lr_->store(lr);
+    c.learning_rate_source = lr_;
+    session_->SetOptimizer(std::move(c));
+  }
+  void set_learning_rate(double lr) { lr_->store(lr); }
+
+  void attach(const std::vector<TensorArg>& tensors, int64_t planned_iterations) {
+    std::vector<worker::ModelTensor> model;
+    std::vector<herd::v1::TensorSpec> layout;
+    for (const TensorArg& t : tensors) {
+      model.push_back({t.name, reinterpret_cast<float*>(t.address), t.count});
+      herd::v1::TensorSpec spec;
+      spec.set_name(t.name);
+      for (int64_t d : t.shape) spec.add_shape(d);
+      spec.set_dtype("fp32");
+      layout.push_back(std::move(spec));
+    }
+    Unlocked(
+        [&] { return session_->Attach(std::move(model), std::move(layout), planned_iterations); });
+  }
+
+  std::string begin_iteration(int64_t iteration) {
+    absl::StatusOr<worker::Executor*> ex;
+    {
+      py::gil_scoped_release release;
+      ex = session_->BeginIteration(iteration);
+    }
+    executor_ = Value(ex);
+    return std::string(executor_->mode());
+  }
+
+  void before_forward(int tensor) {
+    worker::Executor* ex = Current();
+    Unlocked([&] { return Diagnosed(ex->BeforeForward(tensor)); });
+  }
+
+  void gradient_ready(int tensor, uintptr_t address, size_t count) {
+    const std::span<const float> grad(reinterpret_cast<const float*>(address), count);
+    worker::Executor* ex = Current();
+    Unlocked([&] { return Diagnosed(ex->GradientReady(tensor, grad)); });
+  }
+
+  void end_backward() {
+    worker::Executor* ex = Current();
+    Unlocked([&] { return Diagnosed(ex->EndBackward()); });
+  }
+
+  void end_iteration(double loss, double forward_s, double backward_s, int64_t samples) {
+    worker::StepStats stats;
+    stats.loss = loss;
+    stats.forward_seconds = forward_s;
+    stats.backward_seconds = backward_s;
+    stats.samples = samples;
+    Check(session_->EndIteration(stats));
+  }
+
+  void flush() {
+    Unlocked([&] { return Diagnosed(session_->Flush()); });
+  }
+
+  double exposed_comm_seconds() const { return session_->exposed_comm_seconds(); }
+
+  void finish(int64_t iterations, double final_loss, double test_accuracy, double train_seconds,
+              double samples_per_second, const std::map<std::string, double>& metrics) {
+    herd::v1::TrainingResult result;
+    result.set_iterations(iterations);
+    result.set_final_loss(final_loss);
+    result.set_test_accuracy(test_accuracy);
+    result.set_train_seconds(train_seconds);
+    result.set_samples_per_second(samples_per_second);
+    result.set_exposed_comm_seconds(session_->exposed_comm_seconds());
+    for (const auto& [k, v] : metrics) (*result.mutable_metrics())[k] = v;
+    Unlocked([&] { return session_->Finish(std::move(result)).status(); });
+  }
+
+  // Fails the job because of this process (an exception in the user's script).
+  void fail(const std::string& why) {
+    py::gil_scoped_release release;
+    session_->Fail(session_->Diagnose(absl::UnknownError(why)));
+  }
+
+  // Every rank's `value` under `key` (one key per call and rank, through the job's store at
+  // the scheduler): the small collectives of herd.allreduce / herd.broadcast.
+  std::vector<py::bytes> exchange(const std::string& key, const std::string& value, int root) {
+    std::vector<std::string> out;
+    Unlocked([&] { return Exchange(key, value, root, out); });
+    return {out.begin(), out.end()};
+  }
+
+ private:
+  absl::Status Exchange(const std::string& key, const std::string& value, int root,
+                        std::vector<std::string>& out) {
+    transport::Store& store = session_->store();
+    const std::string prefix = "python/" + key + "/";
+    if (root < 0 || root == rank()) {
+      if (auto st = store.Set(prefix + std::to_string(rank()), value); !st.ok()) return st;
+    }
+    const Deadline deadline = Deadline::After(timeout_);
+    for (int r = 0; r < size(); ++r) {
+      if (root >= 0 && r != root) continue;
+      absl::StatusOr<std::string> v = store.Get(prefix + std::to_string(r), deadline);
+      if (!v.ok()) return session_->Diagnose(v.status());
+      out.push_back(*std::move(v));
+    }
+    return absl::OkStatus();
+  }
+
+  worker::Executor* Current() {
+    if (executor_ == nullptr) Check(absl::FailedPreconditionError("no iteration has begun"));
+    return executor_;
+  }
+  absl::Status Diagnosed(absl::Status st) {
+    return st.ok() ? st : session_->Diagnose(std::move(st));
+  }
+
+  std::unique_ptr<worker::Session> session_;
+  worker::Executor* executor_ = nullptr;
+  std::shared_ptr<std::atomic<double>> lr_ = std::make_shared<std::atomic<double>>(0.0);
+  std::chrono::milliseconds timeout_{std::chrono::seconds(120)};
+};
+
+}  // namespace
+}  // namespace herd::python
+
+PYBIND11_MODULE(_herd, m) {
+  using namespace herd::python;
+  using herd::worker::EpochOrder;
+  m.doc() = "herd's worker session (use herd.torch)";
+  static py::exception<std::runtime_error> error(m, "Error", PyExc_RuntimeError);
+  SetErrorType(error.ptr());
+
+  py::class_<TensorArg>(m, "TensorArg")
+      .def(py::init<std::string, uintptr_t, size_t, std::vector<int64_t>>());
+
+  py::class_<PySession>(m, "Session")
+      .def(py::init<const py::dict&>())
+      .def_property_readonly("rank", &PySession::rank)
+      .def_property_readonly("size", &PySession::size)
+      .def_property_readonly("job", &PySession::job)
+      .def_property_readonly("mode", &PySession::mode)
+      .def_property_readonly("job_mode", &PySession::job_mode)
+      .def_property_readonly("seed", &PySession::seed)
+      .def_property_readonly("exposed_comm_seconds", &PySession::exposed_comm_seconds)
+      .def("job_optimizer", &PySession::job_optimizer)
+      .def_static("optimizer_on_shards", &PySession::optimizer_on_shards)
+      .def("set_optimizer", &PySession::set_optimizer)
+      .def("set_learning_rate", &PySession::set_learning_rate)
+      .def("attach", &PySession::attach)
+      .def("begin_iteration", &PySession::begin_iteration)
+      .def("before_forward", &PySession::before_forward)
+      .def("gradient_ready", &PySession::gradient_ready)
+      .def("end_backward", &PySession::end_backward)
+      .def("end_iteration", &PySession::end_iteration)
+      .def("flush", &PySession::flush)
+      .def("finish", &PySession::finish)
+      .def("fail", &PySession::fail)
+      .def("exchange", &PySession::exchange);
+
+  // The global data order of worker/data/epoch_order.h, bit for bit.
+  m.def("epoch_order",
+        [](int64_t count, uint64_t seed, int64_t epoch) { return EpochOrder(count, seed, epoch); });
+}

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The Python front end's benchmark (docs/BENCHMARKS.md, "Python front end"): the same CNN and
+# Fashion-MNIST loop (examples/python/) on 4 workers, side by side in one run:
+#   herd (allreduce, dear) through herd.torch, PyTorch DDP with gloo started by hand, and
+#   herd's built-in C++ CNN (allreduce, dear).
+# Every row: Adam lr 0.002, batch 64 per worker, one thread per worker, SAMPLES training
+# samples, one epoch; samples/s of the training loop (start-up and evaluation excluded).
+# Run it alone: `flock -x /tmp/herd-cpu.lock ./scripts/bench-python.sh [SAMPLES]`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+samples=${1:-12800}
+herd=./build/bin/herd
+py=/usr/bin/python3
+field() { sed -n 's/.*"'"$1"'":\([0-9.eE+-]*\).*/\1/p' | head -1; }
+
+row() {  # name, samples/s, exposed communication s, train s, accuracy
+  printf '| %-28s | %8.0f | %6s | %6s | %6s |\n' "$1" "$2" "$3" "$4" "$5"
+}
+echo "| run (4 workers, $samples samples, 1 epoch) | samples/s | exposed comm s (rank 0) | train s | test acc |"
+echo "| --- | ---: | ---: | ---: | ---: |"
+for mode in allreduce dear; do
+  out=$($herd local --workers 4 --mode $mode --optimizer adam --lr 0.002 --json -- \
+        $py examples/python/fashion_mnist.py --epochs 1 --train-samples "$samples" 2>/dev/null)
+  row "herd.torch $mode" "$(echo "$out" | field samples_per_second)" \
+      "$(echo "$out" | field exposed_comm_seconds)" "$(echo "$out" | field train_seconds)" \
+      "$(echo "$out" | field test_accuracy)"
+done
+port=$((29500 + RANDOM % 400))
+ddp_log=$(mktemp)
+pids=()
+for r in 0 1 2 3; do
+  MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RANK=$r WORLD_SIZE=4 \
+    $py examples/python/ddp_fashion_mnist.py --epochs 1 --train-samples "$samples" \
+    >>"$ddp_log" 2>&1 &
+  pids+=($!)
+done
+wait "${pids[@]}"
+line=$(grep "ddp gloo" "$ddp_log")
+rm -f "$ddp_log"
+rate=$(echo "$line" | sed -n 's/.* \([0-9]*\) samples\/s.*/\1/p')
+secs=$(echo "$line" | sed -n 's/.*, \([0-9.]*\) s training.*/\1/p')
+acc=$(echo "$line" | sed -n 's/.*test accuracy \([0-9.]*\).*/\1/p')
+row "PyTorch DDP gloo" "$rate" "-" "$secs" "$acc"
+for mode in allreduce dear; do
+  out=$($herd local --workers 4 --mode $mode --model cnn --optimizer adam --lr 0.002 \
+        --epochs 1 --train-samples "$samples" --json 2>/dev/null)
+  row "built-in C++ CNN $mode" "$(echo "$out" | field samples_per_second)" \
+      "$(echo "$out" | field exposed_comm_seconds)" "$(echo "$out" | field train_seconds)" \
+      "$(echo "$out" | field test_accuracy)"
+done

@@ -1,0 +1,181 @@
+#!/usr/bin/python3
+"""The Python front end (herd.torch) end to end: real `herd local` runs of a user's script
+(train_tiny.py) with /usr/bin/python3 as every worker, a real scheduler, shards and UCX.
+
+Run one case: HERD_BINARY=build/bin/herd /usr/bin/python3 -m unittest test_herd_torch.Case.test_x
+(ctest registers every case; tests/python/CMakeLists.txt).
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+HERD = os.environ.get("HERD_BINARY", os.path.join(HERE, "..", "..", "build", "bin", "herd"))
+PYTHON = "/usr/bin/python3"
+SYNCHRONOUS = ["allreduce", "lp", "dear", "ps_sync", "ps_ec", "sparse", "topk_allgather", "clps"]
+
+
+def summary(out):
+    for line in out.splitlines():
+        if line.startswith('{"job":'):
+            return json.loads(line)
+    return None
+
+
+class Run:
+    def __init__(self, rc, out, err, dir):
+        self.rc, self.out, self.err, self.dir = rc, out, err, dir
+        self.summary = summary(out)
+
+    def rank(self, r):
+        with open(os.path.join(self.dir, f"rank-{r}.json")) as f:
+            return json.load(f)
+
+    def params(self, r):
+        return torch.load(os.path.join(self.dir, f"rank-{r}.pt"))
+
+
+class HerdTorchTest(unittest.TestCase):
+    def herd_local(self, mode, script_args=(), workers=2, local_args=(), script=None,
+                   timeout=180):
+        out_dir = tempfile.mkdtemp(prefix="herd-py-")
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", out_dir]))
+        cmd = [HERD, "local", "--workers", str(workers), "--mode", mode, "--json",
+               *local_args, "--", PYTHON, script or os.path.join(HERE, "train_tiny.py"),
+               "--out", out_dir, *script_args]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        return Run(p.returncode, p.stdout, p.stderr, out_dir)
+
+    def assertTrained(self, run, workers=2, identical=True, iterations=20):
+        self.assertEqual(run.rc, 0, run.out + run.err)
+        self.assertIsNotNone(run.summary, run.out)
+        self.assertEqual(run.summary["iterations"], iterations)
+        m = run.summary["metrics"]
+        self.assertLess(m["loss"], m["first_loss"], run.summary)  # it learnt
+        self.assertEqual(m["rank_sum"], sum(range(workers)))  # herd.allreduce of the ranks
+        if identical:
+            first = run.params(0)
+            for r in range(1, workers):
+                for a, b in zip(first, run.params(r)):
+                    self.assertTrue(torch.equal(a, b), f"rank {r} differs from rank 0")
+
+
+class ModesTest(HerdTorchTest):
+    """Every mode trains the user's model; the synchronous modes' replicas end bitwise
+    identical. allreduce, dear and ps_sync are in the default suite, the rest are `slow`."""
+
+    def check_mode(self, mode, workers=2):
+        extra = ["--servers", "1"] if mode.startswith("ps_") else []
+        run = self.herd_local(mode, workers=workers, local_args=extra)
+        self.assertTrained(run, workers=workers, identical=mode in SYNCHRONOUS)
+        self.assertEqual(set(run.rank(0)["modes"]), {mode})
+
+
+def _mode_test(mode):
+    def test(self):
+        self.check_mode(mode, workers=3 if mode in ("decentralized", "decentralized_lp") else 2)
+    return test
+
+
+for _mode in SYNCHRONOUS + ["ps_async", "decentralized", "decentralized_lp"]:
+    setattr(ModesTest, f"test_{_mode}", _mode_test(_mode))
+
+
+class FeaturesTest(HerdTorchTest):
+    def test_unused_parameters_count_as_zero(self):
+        run = self.herd_local("dear", ["--unused"])
+        self.assertTrained(run)
+        spare = run.params(0)[4:]  # spare.weight, spare.bias: a zero gradient, never moved
+        # The package of the build tree next to the herd binary, as herd local finds it.
+        sys.path[:0] = [HERE, os.path.join(os.path.dirname(HERD), "..", "python")]
+        import train_tiny
+        torch.manual_seed(1)
+        initial = list(train_tiny.Tiny(unused=True).parameters())
+        self.assertEqual(len(spare), 2)
+        for a, b in zip(spare, initial[4:]):
+            self.assertTrue(torch.equal(a, b))
+        self.assertFalse(torch.equal(run.params(0)[0], initial[0]))
+
+    def test_gradient_accumulation(self):
+        run = self.herd_local("allreduce", ["--accumulate", "2", "--iterations", "10"])
+        self.assertTrained(run, iterations=10)
+        self.assertEqual(run.rank(1)["iterations"], 10)
+
+    def test_lr_scheduler_is_read_each_step(self):
+        run = self.herd_local("allreduce", ["--scheduler", "--optimizer", "sgd"])
+        self.assertTrained(run)
+        self.assertEqual(run.rank(0)["lrs"][:6], [0.05] * 5 + [0.025])
+        # The same job without the scheduler ends elsewhere: the halved rate was applied.
+        plain = self.herd_local("allreduce", ["--optimizer", "sgd"])
+        self.assertTrained(plain)
+        self.assertFalse(torch.equal(run.params(0)[0], plain.params(0)[0]))
+
+    def test_refused_optimizer_setting(self):
+        run = self.herd_local("allreduce", ["--optimizer", "nesterov"])
+        self.assertNotEqual(run.rc, 0)
+        self.assertIn("herd cannot honour SGD(nesterov=True)", run.err)
+        self.assertIn("supported: torch.optim.SGD", run.err)
+
+    def test_noncontiguous_parameter(self):
+        run = self.herd_local("allreduce", ["--noncontiguous"])
+        self.assertNotEqual(run.rc, 0)
+        self.assertIn("parameter 'fc1.weight' is not contiguous", run.err)
+
+    def test_reassigned_parameter(self):
+        run = self.herd_local("allreduce", ["--reassign-at", "3"])
+        self.assertNotEqual(run.rc, 0)
+        self.assertIn("parameters were replaced", run.err)
+
+    def test_exception_in_the_script_stops_the_job(self):
+        run = self.herd_local("allreduce", ["--raise-at", "5", "--raise-rank", "1"])
+        self.assertNotEqual(run.rc, 0)
+        self.assertIn("the script failed on purpose at iteration 5", run.err)  # its last lines
+        self.assertIn("worker-1", run.err)
+
+    def test_layout_mismatch_names_the_tensor(self):
+        run = self.herd_local("allreduce", ["--mismatch-rank", "1"])
+        self.assertNotEqual(run.rc, 0)
+        self.assertIn("trains another model", run.err)
+        self.assertIn("fc1.weight", run.err)
+
+    def test_mode_switch_mid_loop(self):
+        run = self.herd_local("allreduce", ["--iterations", "24"], local_args=[
+            "--servers", "1", "--switch-mode-at", "8:ps_sync", "--switch-mode-at", "16:dear"])
+        self.assertTrained(run, iterations=24)
+        modes = run.rank(1)["modes"]
+        self.assertEqual(modes, ["allreduce"] * 8 + ["ps_sync"] * 8 + ["dear"] * 8)
+        self.assertIn("allreduce (iterations 0-7), ps_sync (8-15), dear (16-23)",
+                      run.summary["modes"].replace("iterations 8-15", "8-15")
+                      .replace("iterations 16-23", "16-23"))
+
+    def test_without_model_argument(self):
+        run = self.herd_local("dear", ["--no-model"])
+        self.assertTrained(run)
+
+
+class BuiltinMatchTest(HerdTorchTest):
+    """A Python MLP with the built-in `mlp`'s initial values and data order gives its losses."""
+
+    def test_python_mlp_matches_builtin_mlp(self):
+        common = ["--workers", "2", "--mode", "allreduce", "--batch-size", "64", "--lr", "0.05",
+                  "--optimizer", "momentum", "--train-samples", "1280", "--epochs", "1", "--json"]
+        builtin = subprocess.run([HERD, "local", "--model", "mlp", *common], capture_output=True,
+                                 text=True, timeout=180)
+        self.assertEqual(builtin.returncode, 0, builtin.stdout + builtin.stderr)
+        expected = summary(builtin.stdout)
+        run = self.herd_local("allreduce", ["--builtin-mlp", "--train-samples", "1280",
+                                            "--batch", "64", "--iterations", "10",
+                                            "--optimizer", "momentum", "--lr", "0.05"],
+                              local_args=["--batch-size", "64"])
+        self.assertEqual(run.rc, 0, run.out + run.err)
+        self.assertEqual(expected["iterations"], 10)
+        self.assertAlmostEqual(run.summary["metrics"]["loss"], expected["final_loss"], places=3)
+
+
+if __name__ == "__main__":
+    unittest.main()
