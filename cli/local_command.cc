@@ -599,19 +599,14 @@ class LocalCommand final : public Command {
   std::string data_dir_;
   std::string job_ = "local";
   bool json_ = false;
-          "\"params_digest\":\"%s\",\"start_iteration\":%lld,\"checkpoints\":%lld,"
-          "\"last_checkpoint\":\"%s\",\"metrics\":{%s}}\n",
-          job_.c_str(), mode_.c_str(), modes.c_str(), JsonEscape(model).c_str(), workers_,
-          job->spec().servers(), epochs_, static_cast<long long>(r.iterations()), r.test_accuracy(),
-          r.final_loss(), r.samples_per_second(), r.train_seconds(), r.exposed_comm_seconds(), wall,
-          r.params_digest().c_str(),
-          static_cast<long long>(job->has_resumed() ? job->resumed().iteration() : 0),
-          static_cast<long long>(job->checkpoints_committed()),
-          JsonEscape(job->last_checkpoint().id().empty()
-                         ? std::string()
-                         : job->last_checkpoint().dir() + "/" + job->last_checkpoint().id())
-              .c_str(),
-          extra.c_str());
+  std::string checkpoint_dir_, checkpoint_every_, resume_, losses_file_;
+  int keep_last_ = 0, keep_every_ = 0;
+  std::string preempt_grace_ = "60s";
+  std::chrono::milliseconds ParsedGrace() const {
+    auto g = scheduler::ParseDurationFlag(preempt_grace_);
+    return g.ok() ? *g : std::chrono::milliseconds(60000);
+  }
+  std::vector<std::string> command_;         // -- CMD ARGS...: the workers' own program
   std::vector<std::string> shard_children_;  // the shards' child names
   ChildProcesses children_;
 };

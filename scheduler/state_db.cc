@@ -75,14 +75,15 @@ std::string StateDb::JobKey(std::string_view job) {
 
 absl::Status StateDb::SetAside(const std::string& key) {
   std::string value;
-  auto s = db_->Get(rocksdb::ReadOptions(), key, &value);
-  if (auto st = FromRocks(s, "reading " + key, dir_); !st.ok()) return st;
-  rocksdb::WriteBatch batch;
-  batch.Put("bad/" + key, value);
-  batch.Delete(key);
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
-  return FromRocks(db_->Write(wo, &batch), "setting aside " + key, dir_);
+  {
+    auto pin = db_->Pin();
+    auto s = db_->db()->Get(rocksdb::ReadOptions(), key, &value);
+    if (auto st = db_->ReadError(s, "reading " + key); !st.ok()) return st;
+  }
+  return db_->Write("setting aside " + key, /*sync=*/true, [&](rocksdb::WriteBatch& batch) {
+    batch.Put("bad/" + key, value);
+    batch.Delete(key);
+  });
 }
 
 absl::Status StateDb::PutJob(const herd::v1::JobStatus& job, uint64_t next_node_id, bool sync) {
