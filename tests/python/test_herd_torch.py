@@ -51,10 +51,12 @@ class HerdTorchTest(unittest.TestCase):
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         return Run(p.returncode, p.stdout, p.stderr, out_dir)
 
-    def assertTrained(self, run, workers=2, identical=True, iterations=20):
+    def assertTrained(self, run, workers=2, identical=True, iterations=20, rate=True):
         self.assertEqual(run.rc, 0, run.out + run.err)
         self.assertIsNotNone(run.summary, run.out)
         self.assertEqual(run.summary["iterations"], iterations)
+        if rate:  # samples counted from the model's inputs
+            self.assertGreater(run.summary["samples_per_second"], 0, run.summary)
         m = run.summary["metrics"]
         self.assertLess(m["loss"], m["first_loss"], run.summary)  # it learnt
         self.assertEqual(m["rank_sum"], sum(range(workers)))  # herd.allreduce of the ranks
@@ -155,7 +157,7 @@ class FeaturesTest(HerdTorchTest):
 
     def test_without_model_argument(self):
         run = self.herd_local("dear", ["--no-model"])
-        self.assertTrained(run)
+        self.assertTrained(run, rate=False)
 
 
 class BuiltinMatchTest(HerdTorchTest):
