@@ -118,18 +118,18 @@ class FeaturesTest(HerdTorchTest):
         self.assertFalse(torch.equal(run.params(0)[0], plain.params(0)[0]))
 
     def test_refused_optimizer_setting(self):
-        run = self.herd_local("allreduce", ["--optimizer", "nesterov"])
+        run = self.herd_local("allreduce", ["--optimizer", "nesterov"], workers=1)
         self.assertNotEqual(run.rc, 0)
         self.assertIn("herd cannot honour SGD(nesterov=True)", run.err)
         self.assertIn("supported: torch.optim.SGD", run.err)
 
     def test_noncontiguous_parameter(self):
-        run = self.herd_local("allreduce", ["--noncontiguous"])
+        run = self.herd_local("allreduce", ["--noncontiguous"], workers=1)
         self.assertNotEqual(run.rc, 0)
         self.assertIn("parameter 'fc1.weight' is not contiguous", run.err)
 
     def test_reassigned_parameter(self):
-        run = self.herd_local("allreduce", ["--reassign-at", "3"])
+        run = self.herd_local("allreduce", ["--reassign-at", "3"], workers=1)
         self.assertNotEqual(run.rc, 0)
         self.assertIn("parameters were replaced", run.err)
 
