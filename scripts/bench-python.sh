@@ -33,7 +33,7 @@ ddp() {
   local port=$((29500 + RANDOM % 400)) log pids=() line
   log=$(mktemp)
   for r in 0 1 2 3; do
-    MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RANK=$r WORLD_SIZE=4 \
+    PYTHONPATH=build/python MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RANK=$r WORLD_SIZE=4 \
       $py examples/python/ddp_fashion_mnist.py --epochs 1 --train-samples "$samples" \
       >>"$log" 2>&1 &
     pids+=($!)
