@@ -12,13 +12,12 @@
 #include "absl/strings/str_split.h"
 #include "common/status.h"
 #include "server/engine.h"
+#include "server/shard_extents.h"
 
 namespace herd::server {
 
 using checkpoint::ProcessState;
 using checkpoint::StateSource;
-
-std::string ShardProcess(int shard) { return absl::StrFormat("shard-%d", shard); }
 
 namespace {
 
@@ -42,67 +41,9 @@ std::map<int32_t, int64_t> TensorTotals(const ShardConfig& c) {
   return totals;
 }
 
-// An old shard's key, from its "shard/keys".
-struct OldKey {
-  int shard = 0;
-  std::string tensor;
-  int64_t offset = 0, count = 0;
-};
-
-// The keys every old shard held ("shard-0", "shard-1", ... until the first that is missing).
-absl::StatusOr<std::vector<OldKey>> OldKeys(const StateSource& from) {
-  std::vector<OldKey> keys;
-  for (int shard = 0;; ++shard) {
-    std::optional<std::string> text = from.Value(ShardProcess(shard), kKeysValue);
-    if (!text) break;
-    for (const std::string& line :
-         std::vector<std::string>(absl::StrSplit(*text, '\n', absl::SkipEmpty()))) {
-      // "<tensor> <offset> <count>": the name may hold spaces, the numbers are the last two.
-      const size_t b = line.rfind(' ');
-      const size_t a =
-          b == std::string::npos || b == 0 ? std::string::npos : line.rfind(' ', b - 1);
-      OldKey k{shard, line.substr(0, a == std::string::npos ? 0 : a), 0, 0};
-      if (a == std::string::npos || !absl::SimpleAtoi(line.substr(a + 1, b - a - 1), &k.offset) ||
-          !absl::SimpleAtoi(line.substr(b + 1), &k.count) || k.offset < 0 || k.count < 0) {
-        return absl::DataLossError(
-            absl::StrFormat("%s's state lists a key as '%s', not '<tensor> <offset> <count>'",
-                            ShardProcess(shard), line));
-      }
-      keys.push_back(std::move(k));
-    }
-  }
-  return keys;
-}
-
-// Reads elements [offset, offset + out.size()) of `name` (tensor `tensor` of `total`) from the
-// old shards that held them. false when no old shard holds any of `name`.
-absl::StatusOr<bool> ReadFromShards(const StateSource& from, const std::vector<OldKey>& old,
-                                    const std::string& tensor, const std::string& name,
-                                    int64_t total, int64_t offset, std::span<float> out) {
-  const int64_t end = offset + static_cast<int64_t>(out.size());
-  int64_t covered = 0;
-  bool any = false;
-  for (const OldKey& k : old) {
-    if (k.tensor != tensor || !from.Has(ShardProcess(k.shard), name)) continue;
-    any = true;
-    const int64_t lo = std::max(offset, k.offset), hi = std::min(end, k.offset + k.count);
-    if (lo >= hi) continue;
-    HERD_RETURN_IF_ERROR(
-        from.Read(ShardProcess(k.shard), name, total, lo,
-                  out.subspan(static_cast<size_t>(lo - offset), static_cast<size_t>(hi - lo))));
-    covered += hi - lo;
-  }
-  if (!any) return false;
-  if (covered != end - offset) {
-    return absl::DataLossError(absl::StrFormat(
-        "the old shards hold %d of the elements [%d, %d) of '%s'", covered, offset, end, name));
-  }
-  return true;
-}
-
 // The old shards' state of `name`, else the workers' (a checkpoint of a collective mode holds
 // the same names, replicated). false when nobody holds it.
-absl::StatusOr<bool> ReadAnywhere(const StateSource& from, const std::vector<OldKey>& old,
+absl::StatusOr<bool> ReadAnywhere(const StateSource& from, const std::vector<SavedKey>& old,
                                   const std::string& tensor, const std::string& name, int64_t total,
                                   int64_t offset, std::span<float> out) {
   HERD_ASSIGN_OR_RETURN(bool held, ReadFromShards(from, old, tensor, name, total, offset, out));
@@ -114,14 +55,6 @@ absl::StatusOr<bool> ReadAnywhere(const StateSource& from, const std::vector<Old
     }
   }
   return false;
-}
-
-std::optional<int64_t> IntValue(const StateSource& from, const std::string& process,
-                                const std::string& key) {
-  std::optional<std::string> text = from.Value(process, key);
-  int64_t v = 0;
-  if (!text || !absl::SimpleAtoi(*text, &v)) return std::nullopt;
-  return v;
 }
 
 }  // namespace
@@ -239,17 +172,17 @@ ProcessState Engine::StateOf(const std::map<KeyId, KeyCopy>& copies, int64_t ver
 }
 
 absl::Status Engine::ImportState(const StateSource& from) {
-  HERD_ASSIGN_OR_RETURN(const std::vector<OldKey> old, OldKeys(from));
+  HERD_ASSIGN_OR_RETURN(const std::vector<SavedKey> old, SavedShardKeys(from));
   const std::map<int32_t, int64_t> totals = TensorTotals(config_);
   const int slots = config_.mode == Mode::kEc ? 0 : OptimizerSlots(config_.optimizer.kind);
   // ps_ec's residual is added to the sum of the workers' pushes, which the workers divide by
   // their count: at another count it must scale with it to add the same to the mean.
   double residual_scale = 1.0;
-  if (std::optional<int64_t> old_workers = IntValue(from, ShardProcess(0), kWorkersValue);
+  if (std::optional<int64_t> old_workers = ShardIntValue(from, 0, kWorkersValue);
       old_workers && *old_workers > 0) {
     residual_scale = static_cast<double>(config_.workers) / static_cast<double>(*old_workers);
   }
-  const std::optional<int64_t> shard_version = IntValue(from, ShardProcess(0), kVersionValue);
+  const std::optional<int64_t> shard_version = ShardIntValue(from, 0, kVersionValue);
 
   // Everything is read first; the keys change only once all of it was.
   std::map<KeyId, KeyCopy> read;
@@ -291,10 +224,10 @@ absl::Status Engine::ImportState(const StateSource& from) {
     // The version: the old key's that held this key's first element (ps_sync and ps_ec: the
     // same for every key), else the shards' export version, else 0.
     c.version = shard_version.value_or(0);
-    for (const OldKey& k : old) {
+    for (const SavedKey& k : old) {
       if (k.tensor == tensor && k.offset <= p.offset && p.offset < k.offset + k.count) {
-        c.version = IntValue(from, ShardProcess(k.shard), KeyValue("version", tensor, k.offset))
-                        .value_or(c.version);
+        c.version =
+            ShardIntValue(from, k.shard, KeyValue("version", tensor, k.offset)).value_or(c.version);
         break;
       }
     }
