@@ -48,13 +48,18 @@ absl::StatusOr<bool> ReadAnywhere(const StateSource& from, const std::vector<Sav
                                   int64_t offset, std::span<float> out) {
   HERD_ASSIGN_OR_RETURN(bool held, ReadFromShards(from, old, tensor, name, total, offset, out));
   if (held) return true;
+  bool per_rank = false;  // a decentralized mode's models (worker/executor_state.h)
+  bool any = false;
   for (int r = 0; r < from.workers(); ++r) {
-    if (from.Has(checkpoint::WorkerProcess(r), name)) {
-      HERD_RETURN_IF_ERROR(checkpoint::ReadReplicated(from, name, total, offset, out));
-      return true;
-    }
+    any = any || from.Has(checkpoint::WorkerProcess(r), name);
+    per_rank = per_rank || from.Value(checkpoint::WorkerProcess(r), "models_per_rank").has_value();
   }
-  return false;
+  if (!any) return false;
+  // Per-rank models and their slots: the average (a world of -1 is never the exporting one's).
+  HERD_RETURN_IF_ERROR(per_rank
+                           ? checkpoint::ReadOwnOrAverage(from, name, total, offset, 0, -1, out)
+                           : checkpoint::ReadReplicated(from, name, total, offset, out));
+  return true;
 }
 
 }  // namespace
@@ -103,7 +108,14 @@ absl::StatusOr<ProcessState> Engine::ExportState(int64_t version, Deadline deadl
   for (auto& [key, ks] : keys_) {
     std::lock_guard<std::mutex> lock(ks->mu);
     if (!ks->initialized) return not_initialised(key);
+    bool captured = false;
     if (ks->version > version) {
+      // It may have passed `version` after the capture began: the round that reached it
+      // copied it.
+      std::lock_guard<std::mutex> capture_lock(capture_mu_);
+      captured = captured_.contains(key);
+    }
+    if (ks->version > version && !captured) {
       return absl::FailedPreconditionError(absl::StrFormat(
           "shard %d cannot export version %d: key %s is already at version %d (the cut was "
           "asked for after the round that passed it)",

@@ -321,7 +321,7 @@ class ShardProcess {
 }  // namespace
 
 absl::Status RunShard(ShardOptions options) {
-  ShardProcess process(std::move(options));
+  class ShardProcess process(std::move(options));  // the class, not server::ShardProcess()
   return process.Run();
 }
 
