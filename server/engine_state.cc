@@ -184,7 +184,10 @@ ProcessState Engine::StateOf(const std::map<KeyId, KeyCopy>& copies, int64_t ver
 }
 
 absl::Status Engine::ImportState(const StateSource& from) {
-  HERD_ASSIGN_OR_RETURN(const std::vector<SavedKey> old, SavedShardKeys(from));
+  HERD_ASSIGN_OR_RETURN(const std::vector<SavedKey> saved, SavedShardKeys(from));
+  // By tensor: each new key looks only at its own tensor's old keys.
+  std::map<std::string, std::vector<SavedKey>> saved_by_tensor;
+  for (const SavedKey& k : saved) saved_by_tensor[k.tensor].push_back(k);
   const std::map<int32_t, int64_t> totals = TensorTotals(config_);
   const int slots = config_.mode == Mode::kEc ? 0 : OptimizerSlots(config_.optimizer.kind);
   // ps_ec's residual is added to the sum of the workers' pushes, which the workers divide by
@@ -202,6 +205,7 @@ absl::Status Engine::ImportState(const StateSource& from) {
     const KeyPlacement& p = config_.keys.at(key);
     const std::string tensor = TensorNameOf(config_, key.tensor);
     const int64_t total = totals.at(key.tensor);
+    const std::vector<SavedKey>& old = saved_by_tensor[tensor];
     KeyCopy c{0, std::vector<float>(p.count, 0.0f), ks->slot0, ks->slot1, ks->epsilon, ks->clocks};
     auto fill = [&](const std::string& name, std::vector<float>& into) -> absl::StatusOr<bool> {
       std::vector<float> values(into.size(), 0.0f);
