@@ -5,10 +5,11 @@
 #   herd's built-in C++ CNN (allreduce, dear).
 # Every row: Adam lr 0.002, batch 64 per worker, one thread per worker, SAMPLES training
 # samples, one epoch; samples/s of the training loop (start-up and evaluation excluded).
-# Run it alone: `flock -x /tmp/herd-cpu.lock ./scripts/bench-python.sh [SAMPLES]`.
+# Run it alone: `flock -x /tmp/herd-cpu.lock ./scripts/bench-python.sh [SAMPLES [ROUNDS]]`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 samples=${1:-12800}
+rounds=${2:-1}
 herd=./build/bin/herd
 py=/usr/bin/python3
 field() { sed -n 's/.*"'"$1"'":\([0-9.eE+-]*\).*/\1/p' | head -1; }
@@ -18,33 +19,47 @@ row() {  # name, samples/s, exposed communication s, train s, accuracy
 }
 echo "| run (4 workers, $samples samples, 1 epoch) | samples/s | exposed comm s (rank 0) | train s | test acc |"
 echo "| --- | ---: | ---: | ---: | ---: |"
-for mode in allreduce dear; do
-  out=$($herd local --workers 4 --mode $mode --optimizer adam --lr 0.002 --json -- \
+
+herd_torch() {
+  local out
+  out=$($herd local --workers 4 --mode "$1" --optimizer adam --lr 0.002 --json -- \
         $py examples/python/fashion_mnist.py --epochs 1 --train-samples "$samples" 2>/dev/null)
-  row "herd.torch $mode" "$(echo "$out" | field samples_per_second)" \
+  row "herd.torch $1" "$(echo "$out" | field samples_per_second)" \
       "$(echo "$out" | field exposed_comm_seconds)" "$(echo "$out" | field train_seconds)" \
       "$(echo "$out" | field test_accuracy)"
-done
-port=$((29500 + RANDOM % 400))
-ddp_log=$(mktemp)
-pids=()
-for r in 0 1 2 3; do
-  MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RANK=$r WORLD_SIZE=4 \
-    $py examples/python/ddp_fashion_mnist.py --epochs 1 --train-samples "$samples" \
-    >>"$ddp_log" 2>&1 &
-  pids+=($!)
-done
-wait "${pids[@]}"
-line=$(grep "ddp gloo" "$ddp_log")
-rm -f "$ddp_log"
-rate=$(echo "$line" | sed -n 's/.* \([0-9]*\) samples\/s.*/\1/p')
-secs=$(echo "$line" | sed -n 's/.*, \([0-9.]*\) s training.*/\1/p')
-acc=$(echo "$line" | sed -n 's/.*test accuracy \([0-9.]*\).*/\1/p')
-row "PyTorch DDP gloo" "$rate" "-" "$secs" "$acc"
-for mode in allreduce dear; do
-  out=$($herd local --workers 4 --mode $mode --model cnn --optimizer adam --lr 0.002 \
+}
+
+ddp() {
+  local port=$((29500 + RANDOM % 400)) log pids=() line
+  log=$(mktemp)
+  for r in 0 1 2 3; do
+    PYTHONPATH=build/python MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RANK=$r WORLD_SIZE=4 \
+      $py examples/python/ddp_fashion_mnist.py --epochs 1 --train-samples "$samples" \
+      >>"$log" 2>&1 &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+  line=$(grep "ddp gloo" "$log")
+  rm -f "$log"
+  row "PyTorch DDP gloo" "$(echo "$line" | sed -n 's/.* \([0-9]*\) samples\/s.*/\1/p')" "-" \
+      "$(echo "$line" | sed -n 's/.*, \([0-9.]*\) s training.*/\1/p')" \
+      "$(echo "$line" | sed -n 's/.*test accuracy \([0-9.]*\).*/\1/p')"
+}
+
+builtin() {
+  local out
+  out=$($herd local --workers 4 --mode "$1" --model cnn --optimizer adam --lr 0.002 \
         --epochs 1 --train-samples "$samples" --json 2>/dev/null)
-  row "built-in C++ CNN $mode" "$(echo "$out" | field samples_per_second)" \
+  row "built-in C++ CNN $1" "$(echo "$out" | field samples_per_second)" \
       "$(echo "$out" | field exposed_comm_seconds)" "$(echo "$out" | field train_seconds)" \
       "$(echo "$out" | field test_accuracy)"
+}
+
+# Rounds interleave the systems, so a change in the machine's load touches all of them.
+for ((round = 1; round <= rounds; round++)); do
+  herd_torch allreduce
+  herd_torch dear
+  ddp
+  builtin allreduce
+  builtin dear
 done

@@ -42,11 +42,9 @@
 #include "common/deadline.h"
 #include "server/key_record.h"
 #include "server/shard_config.h"
+#include "server/shard_extents.h"  // ShardProcess
 
 namespace herd::server {
-
-// "shard-1": the process name of a shard's checkpoint state.
-std::string ShardProcess(int shard);
 
 struct PushArgs {
   std::string_view job;

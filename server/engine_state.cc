@@ -12,13 +12,12 @@
 #include "absl/strings/str_split.h"
 #include "common/status.h"
 #include "server/engine.h"
+#include "server/shard_extents.h"
 
 namespace herd::server {
 
 using checkpoint::ProcessState;
 using checkpoint::StateSource;
-
-std::string ShardProcess(int shard) { return absl::StrFormat("shard-%d", shard); }
 
 namespace {
 
@@ -42,86 +41,25 @@ std::map<int32_t, int64_t> TensorTotals(const ShardConfig& c) {
   return totals;
 }
 
-// An old shard's key, from its "shard/keys".
-struct OldKey {
-  int shard = 0;
-  std::string tensor;
-  int64_t offset = 0, count = 0;
-};
-
-// The keys every old shard held ("shard-0", "shard-1", ... until the first that is missing).
-absl::StatusOr<std::vector<OldKey>> OldKeys(const StateSource& from) {
-  std::vector<OldKey> keys;
-  for (int shard = 0;; ++shard) {
-    std::optional<std::string> text = from.Value(ShardProcess(shard), kKeysValue);
-    if (!text) break;
-    for (const std::string& line :
-         std::vector<std::string>(absl::StrSplit(*text, '\n', absl::SkipEmpty()))) {
-      // "<tensor> <offset> <count>": the name may hold spaces, the numbers are the last two.
-      const size_t b = line.rfind(' ');
-      const size_t a =
-          b == std::string::npos || b == 0 ? std::string::npos : line.rfind(' ', b - 1);
-      OldKey k{shard, line.substr(0, a == std::string::npos ? 0 : a), 0, 0};
-      if (a == std::string::npos || !absl::SimpleAtoi(line.substr(a + 1, b - a - 1), &k.offset) ||
-          !absl::SimpleAtoi(line.substr(b + 1), &k.count) || k.offset < 0 || k.count < 0) {
-        return absl::DataLossError(
-            absl::StrFormat("%s's state lists a key as '%s', not '<tensor> <offset> <count>'",
-                            ShardProcess(shard), line));
-      }
-      keys.push_back(std::move(k));
-    }
-  }
-  return keys;
-}
-
-// Reads elements [offset, offset + out.size()) of `name` (tensor `tensor` of `total`) from the
-// old shards that held them. false when no old shard holds any of `name`.
-absl::StatusOr<bool> ReadFromShards(const StateSource& from, const std::vector<OldKey>& old,
-                                    const std::string& tensor, const std::string& name,
-                                    int64_t total, int64_t offset, std::span<float> out) {
-  const int64_t end = offset + static_cast<int64_t>(out.size());
-  int64_t covered = 0;
-  bool any = false;
-  for (const OldKey& k : old) {
-    if (k.tensor != tensor || !from.Has(ShardProcess(k.shard), name)) continue;
-    any = true;
-    const int64_t lo = std::max(offset, k.offset), hi = std::min(end, k.offset + k.count);
-    if (lo >= hi) continue;
-    HERD_RETURN_IF_ERROR(
-        from.Read(ShardProcess(k.shard), name, total, lo,
-                  out.subspan(static_cast<size_t>(lo - offset), static_cast<size_t>(hi - lo))));
-    covered += hi - lo;
-  }
-  if (!any) return false;
-  if (covered != end - offset) {
-    return absl::DataLossError(absl::StrFormat(
-        "the old shards hold %d of the elements [%d, %d) of '%s'", covered, offset, end, name));
-  }
-  return true;
-}
-
 // The old shards' state of `name`, else the workers' (a checkpoint of a collective mode holds
 // the same names, replicated). false when nobody holds it.
-absl::StatusOr<bool> ReadAnywhere(const StateSource& from, const std::vector<OldKey>& old,
+absl::StatusOr<bool> ReadAnywhere(const StateSource& from, const std::vector<SavedKey>& old,
                                   const std::string& tensor, const std::string& name, int64_t total,
                                   int64_t offset, std::span<float> out) {
   HERD_ASSIGN_OR_RETURN(bool held, ReadFromShards(from, old, tensor, name, total, offset, out));
   if (held) return true;
+  bool per_rank = false;  // a decentralized mode's models (worker/executor_state.h)
+  bool any = false;
   for (int r = 0; r < from.workers(); ++r) {
-    if (from.Has(checkpoint::WorkerProcess(r), name)) {
-      HERD_RETURN_IF_ERROR(checkpoint::ReadReplicated(from, name, total, offset, out));
-      return true;
-    }
+    any = any || from.Has(checkpoint::WorkerProcess(r), name);
+    per_rank = per_rank || from.Value(checkpoint::WorkerProcess(r), "models_per_rank").has_value();
   }
-  return false;
-}
-
-std::optional<int64_t> IntValue(const StateSource& from, const std::string& process,
-                                const std::string& key) {
-  std::optional<std::string> text = from.Value(process, key);
-  int64_t v = 0;
-  if (!text || !absl::SimpleAtoi(*text, &v)) return std::nullopt;
-  return v;
+  if (!any) return false;
+  // Per-rank models and their slots: the average (a world of -1 is never the exporting one's).
+  HERD_RETURN_IF_ERROR(per_rank
+                           ? checkpoint::ReadOwnOrAverage(from, name, total, offset, 0, -1, out)
+                           : checkpoint::ReadReplicated(from, name, total, offset, out));
+  return true;
 }
 
 }  // namespace
@@ -170,7 +108,14 @@ absl::StatusOr<ProcessState> Engine::ExportState(int64_t version, Deadline deadl
   for (auto& [key, ks] : keys_) {
     std::lock_guard<std::mutex> lock(ks->mu);
     if (!ks->initialized) return not_initialised(key);
+    bool captured = false;
     if (ks->version > version) {
+      // It may have passed `version` after the capture began: the round that reached it
+      // copied it.
+      std::lock_guard<std::mutex> capture_lock(capture_mu_);
+      captured = captured_.contains(key);
+    }
+    if (ks->version > version && !captured) {
       return absl::FailedPreconditionError(absl::StrFormat(
           "shard %d cannot export version %d: key %s is already at version %d (the cut was "
           "asked for after the round that passed it)",
@@ -239,17 +184,20 @@ ProcessState Engine::StateOf(const std::map<KeyId, KeyCopy>& copies, int64_t ver
 }
 
 absl::Status Engine::ImportState(const StateSource& from) {
-  HERD_ASSIGN_OR_RETURN(const std::vector<OldKey> old, OldKeys(from));
+  HERD_ASSIGN_OR_RETURN(const std::vector<SavedKey> saved, SavedShardKeys(from));
+  // By tensor: each new key looks only at its own tensor's old keys.
+  std::map<std::string, std::vector<SavedKey>> saved_by_tensor;
+  for (const SavedKey& k : saved) saved_by_tensor[k.tensor].push_back(k);
   const std::map<int32_t, int64_t> totals = TensorTotals(config_);
   const int slots = config_.mode == Mode::kEc ? 0 : OptimizerSlots(config_.optimizer.kind);
   // ps_ec's residual is added to the sum of the workers' pushes, which the workers divide by
   // their count: at another count it must scale with it to add the same to the mean.
   double residual_scale = 1.0;
-  if (std::optional<int64_t> old_workers = IntValue(from, ShardProcess(0), kWorkersValue);
+  if (std::optional<int64_t> old_workers = ShardIntValue(from, 0, kWorkersValue);
       old_workers && *old_workers > 0) {
     residual_scale = static_cast<double>(config_.workers) / static_cast<double>(*old_workers);
   }
-  const std::optional<int64_t> shard_version = IntValue(from, ShardProcess(0), kVersionValue);
+  const std::optional<int64_t> shard_version = ShardIntValue(from, 0, kVersionValue);
 
   // Everything is read first; the keys change only once all of it was.
   std::map<KeyId, KeyCopy> read;
@@ -257,6 +205,7 @@ absl::Status Engine::ImportState(const StateSource& from) {
     const KeyPlacement& p = config_.keys.at(key);
     const std::string tensor = TensorNameOf(config_, key.tensor);
     const int64_t total = totals.at(key.tensor);
+    const std::vector<SavedKey>& old = saved_by_tensor[tensor];
     KeyCopy c{0, std::vector<float>(p.count, 0.0f), ks->slot0, ks->slot1, ks->epsilon, ks->clocks};
     auto fill = [&](const std::string& name, std::vector<float>& into) -> absl::StatusOr<bool> {
       std::vector<float> values(into.size(), 0.0f);
@@ -291,10 +240,10 @@ absl::Status Engine::ImportState(const StateSource& from) {
     // The version: the old key's that held this key's first element (ps_sync and ps_ec: the
     // same for every key), else the shards' export version, else 0.
     c.version = shard_version.value_or(0);
-    for (const OldKey& k : old) {
+    for (const SavedKey& k : old) {
       if (k.tensor == tensor && k.offset <= p.offset && p.offset < k.offset + k.count) {
-        c.version = IntValue(from, ShardProcess(k.shard), KeyValue("version", tensor, k.offset))
-                        .value_or(c.version);
+        c.version =
+            ShardIntValue(from, k.shard, KeyValue("version", tensor, k.offset)).value_or(c.version);
         break;
       }
     }

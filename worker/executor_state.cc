@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "server/shard_extents.h"
 #include "worker/fused_buckets.h"
 
 namespace herd::worker {
@@ -48,11 +49,30 @@ absl::Status ReadSum(const StateSource& from, std::string_view name, std::span<f
   return absl::OkStatus();
 }
 
+// Replicated state that only the parameter-server shards kept (their optimizer slots, in a
+// checkpoint of a ps_* mode): "<kind>/<tensor>" from the shards' key ranges.
+absl::StatusOr<bool> ReadFromShards(const StateSource& from, std::string_view name,
+                                    std::span<float> out) {
+  const size_t slash = name.find('/');
+  if (slash == std::string_view::npos) return false;
+  HERD_ASSIGN_OR_RETURN(std::vector<server::SavedKey> keys, server::SavedShardKeys(from));
+  if (keys.empty()) return false;
+  std::vector<float> read(out.size());
+  HERD_ASSIGN_OR_RETURN(
+      bool held,
+      server::ReadFromShards(from, keys, std::string(name.substr(slash + 1)), std::string(name),
+                             static_cast<int64_t>(out.size()), 0, read));
+  if (held) std::copy(read.begin(), read.end(), out.begin());
+  return held;
+}
+
 }  // namespace
 
 absl::StatusOr<bool> ReadState(const StateSource& from, std::string_view name, Reshard rule,
                                ImportWhere where, std::span<float> out) {
-  if (!AnyWorkerHolds(from, name)) return false;
+  if (!AnyWorkerHolds(from, name)) {
+    return rule == Reshard::kReplicated ? ReadFromShards(from, name, out) : false;
+  }
   const auto total = static_cast<int64_t>(out.size());
   // Into a copy: a failed read leaves `out` as it was.
   std::vector<float> read(out.size());

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "server/shard_extents.h"
 
 namespace herd::worker {
 
@@ -68,7 +69,9 @@ absl::StatusOr<ImportStep> LocalOptimizer::ImportState(const checkpoint::StateSo
     if (!held) continue;
     s.slot0 = std::move(slot0);
     s.slot1 = std::move(slot1);
-    s.step = ReadIntValue(from, StepKey(tensors_[t]), where).value_or(0);
+    // Slots the parameter-server shards kept come without a step: theirs is their version.
+    s.step = ReadIntValue(from, StepKey(tensors_[t]), where)
+                 .value_or(server::ShardIntValue(from, 0, "shard/version").value_or(0));
   }
   return ImportStep([this, read] { states_ = std::move(*read); });
 }

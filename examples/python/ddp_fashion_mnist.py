@@ -3,8 +3,11 @@
 (gloo backend): the baseline of the Python front end's benchmark (docs/BENCHMARKS.md).
 torchrun is broken on Debian's Python 3.11 with torch 1.13, so start the ranks by hand:
 
-    for r in 0 1 2 3; do MASTER_ADDR=127.0.0.1 MASTER_PORT=29511 RANK=$r WORLD_SIZE=4 \\
-      /usr/bin/python3 examples/python/ddp_fashion_mnist.py --epochs 1 & done; wait
+    for r in 0 1 2 3; do PYTHONPATH=build/python MASTER_ADDR=127.0.0.1 MASTER_PORT=29511 \\
+      RANK=$r WORLD_SIZE=4 /usr/bin/python3 examples/python/ddp_fashion_mnist.py --epochs 1 & done
+    wait
+
+(PYTHONPATH: fashion_mnist.py, whose model and reader this script reuses, imports herd.torch.)
 """
 import argparse
 import os

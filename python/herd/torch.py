@@ -271,7 +271,9 @@ class DistributedOptimizer(torch.optim.Optimizer):
     # --- hooks -----------------------------------------------------------------------------
 
     def _count_samples(self, module, inputs):
+        # The model's own pre-hook runs before its modules': it may begin the iteration.
         if torch.is_grad_enabled() and inputs and torch.is_tensor(inputs[0]) and inputs[0].dim():
+            self._begin_iteration()
             self._samples += int(inputs[0].shape[0])
 
     def _make_pre_hook(self, tensors):

@@ -9,8 +9,9 @@
 // bucket's gradients become this rank's optimizer step, and error feedback accumulates steps.
 // Per rank and carried from iteration to iteration: the optimizer's state (momentum, Adam's
 // moments and step count; it differs between ranks), every bucket's residual (the steps this
-// worker has not delivered yet) and, for SparDL with B-SAG, its extra top-k state. All live in
-// the executor: a mode switch (a new executor) drops them.
+// worker has not delivered yet) and, for SparDL with B-SAG, its extra top-k state. All are
+// saved by tensor, not by bucket (ExportState: "momentum/<t>", "residual/<t>", "bsag/<t>"), so
+// a checkpoint and a mode switch keep them (docs/checkpoint.md).
 //
 // Parameters: plan.mode().density() (0: 0.01), reached after a warm-up of higher densities
 // (density_warmup.h); SparDL teams = the plan's teams (the scheduler's

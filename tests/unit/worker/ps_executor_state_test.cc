@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -14,6 +15,7 @@
 #include "common/status.h"
 #include "server/engine.h"
 #include "server/service.h"
+#include "tests/support/spawn.h"
 #include "worker/executor.h"
 #include "worker/executor_state.h"
 
@@ -190,6 +192,63 @@ TEST_P(PsResumeTest, ContinuesAsTheRunThatNeverStopped) {
       if (mode == "ps_async") continue;
       EXPECT_EQ(whole[r][t], resumed[r][t]) << mode << " worker " << r << " tensor " << t;
     }
+  }
+}
+
+// A ps_sync checkpoint resumed in a collective mode: the momentum the shards kept, by key,
+// becomes every worker's, by tensor (and Adam's step would be the shards' version).
+TEST(PsToCollectiveTest, TheShardsMomentumGoesToTheWorkers) {
+  std::vector<ProcessState> states(kWorkers);
+  {
+    Shard shard(server::Mode::kSync);
+    ASSERT_TRUE(OnEveryWorker([&](int r) -> absl::Status {
+                  Model m;
+                  HERD_ASSIGN_OR_RETURN(auto ex, MakeExecutor(Context("ps_sync", shard, r, m, 0)));
+                  HERD_RETURN_IF_ERROR(Drive(*ex, r, 0, 3));
+                  HERD_ASSIGN_OR_RETURN(states[r], TakeExecutorState(*ex, r));
+                  ExportParams(states[r], m.tensors);
+                  return absl::OkStatus();
+                }).ok());
+    auto exported = shard.engine->ExportState(3, Deadline::After(std::chrono::seconds(5)));
+    ASSERT_TRUE(exported.ok()) << exported.status();
+    states.push_back(std::move(*exported));
+  }
+  // The shards' momentum, assembled by tensor.
+  std::map<std::string, std::vector<float>> want;
+  for (const auto& e : states.back().extents) {
+    if (e.name.rfind("momentum/", 0) != 0) continue;
+    auto& v = want[e.name];
+    v.resize(e.total);
+    std::memcpy(v.data() + e.offset, e.bytes.data(), e.bytes.size());
+  }
+  ASSERT_EQ(want.size(), kTensors.size());
+  const MemoryStateSource source(states, kWorkers);
+  std::mutex mu;
+  std::vector<ProcessState> now;
+  auto st = testing::FirstError(testing::SpawnRanks(kWorkers, [&](transport::Communicator& comm) {
+    Model m;
+    ExecutorContext ctx;
+    ctx.plan.mutable_mode()->set_mode("allreduce");
+    ctx.plan.set_world_size(kWorkers);
+    ctx.rank = comm.rank();
+    ctx.comm = &comm;
+    ctx.tensors = m.tensors;
+    ctx.optimizer = ShardJob(server::Mode::kSync).optimizer;
+    HERD_ASSIGN_OR_RETURN(auto ex, MakeExecutor(ctx));
+    HERD_RETURN_IF_ERROR(ex->ImportState(source));
+    HERD_ASSIGN_OR_RETURN(ProcessState s, TakeExecutorState(*ex, comm.rank()));
+    std::lock_guard<std::mutex> lock(mu);
+    now.push_back(std::move(s));
+    return absl::OkStatus();
+  }));
+  ASSERT_TRUE(st.ok()) << st;
+  for (const ProcessState& s : now) {
+    for (const auto& e : s.extents) {
+      std::vector<float> v(e.count());
+      std::memcpy(v.data(), e.bytes.data(), e.bytes.size());
+      EXPECT_EQ(v, want.at(e.name)) << s.process << " " << e.name;
+    }
+    EXPECT_EQ(s.values.at("step/w"), "3");
   }
 }
 
