@@ -1,0 +1,36 @@
+#include "worker/executors/catch_up_adam.h"
+
+#include <cmath>
+
+namespace herd::worker {
+
+CatchUpAdam::CatchUpAdam(optim::OptimizerConfig config, const std::vector<ModelTensor>& tensors)
+    : config_(config) {
+  for (const ModelTensor& t : tensors) {
+    states_.push_back({t.param, t.count, std::vector<float>(t.count, 0.0f),
+                       std::vector<float>(t.count, 0.0f), std::vector<int64_t>(t.count, 0)});
+  }
+}
+
+void CatchUpAdam::ToStep(int t, std::span<float> delivered, int64_t step) {
+  State& s = states_[t];
+  const double b1 = config_.beta1, b2 = config_.beta2;
+  const float c1 = static_cast<float>(1.0 / (1.0 - std::pow(b1, static_cast<double>(step))));
+  const float c2 = static_cast<float>(1.0 / (1.0 - std::pow(b2, static_cast<double>(step))));
+  const float lr = static_cast<float>(config_.learning_rate);
+  const float wd = static_cast<float>(config_.weight_decay);
+  const float eps = static_cast<float>(config_.epsilon);
+  for (size_t i = 0; i < s.count; ++i) {
+    if (delivered[i] == 0.0f) continue;  // not delivered: no move, the state waits
+    const int64_t n = step - s.delivered_at[i];
+    const float g = delivered[i] / static_cast<float>(n) + wd * s.param[i];
+    const float d1 = static_cast<float>(std::pow(b1, static_cast<double>(n)));
+    const float d2 = static_cast<float>(std::pow(b2, static_cast<double>(n)));
+    s.m[i] = d1 * s.m[i] + (1.0f - d1) * g;
+    s.v[i] = d2 * s.v[i] + (1.0f - d2) * g * g;
+    delivered[i] = static_cast<float>(n) * lr * (s.m[i] * c1) / (std::sqrt(s.v[i] * c2) + eps);
+    s.delivered_at[i] = step;
+  }
+}
+
+}  // namespace herd::worker
