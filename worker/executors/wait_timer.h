@@ -12,8 +12,7 @@ namespace herd::worker {
 class WaitTimer {
  public:
   WaitTimer(double* exposed_seconds, Timeline* timeline, std::string name)
-      : sink_(exposed_seconds),
-        span_(timeline, name, Timeline::Lane::kCompute),
+      : sink_(exposed_seconds), span_(timeline, name, Timeline::Lane::kCompute),
         begin_(std::chrono::steady_clock::now()) {}
   ~WaitTimer() {
     *sink_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - begin_).count();
