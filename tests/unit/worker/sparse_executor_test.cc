@@ -1,8 +1,8 @@
 // The sparse executors (sparse = SparDL, topk_allgather = TopA) over threads-as-ranks: with
 // density 1 they apply SGD, momentum and Adam (catch-up Adam, which at density 1 is Adam) on the
-// mean gradient like allreduce; with a small density
-// every rank keeps bitwise identical parameters, and error feedback updates every parameter in the
-// end; teams that do not fit are refused.
+// mean gradient like allreduce; with a small density every rank keeps bitwise identical
+// parameters, and error feedback updates every parameter in the end; teams that do not fit are
+// refused.
 #include <gtest/gtest.h>
 
 #include <cmath>
