@@ -76,18 +76,4 @@ absl::StatusOr<ImportStep> LocalOptimizer::ImportState(const checkpoint::StateSo
   return ImportStep([this, read] { states_ = std::move(*read); });
 }
 
-void LocalOptimizer::ToStep(int t, std::span<float> grad) {
-  State& s = states_[t];
-  optim::ComputeOptimizerStep(config_, std::span<const float>(s.param, s.count),
-                              grad.first(s.count), grad.first(s.count), s.slot0, s.slot1, ++s.step);
-}
-
-void LocalOptimizer::MaskMomentum(int t, std::span<const float> where) {
-  State& s = states_[t];
-  if (s.slot0.empty()) return;
-  for (size_t i = 0; i < s.count; ++i) {
-    if (where[i] != 0.0f) s.slot0[i] = 0.0f;
-  }
-}
-
 }  // namespace herd::worker

@@ -1,8 +1,7 @@
 #pragma once
 // The optimizer a worker applies to its own copy of the model after a collective mode averaged
 // the gradients (every rank applies the same update to the same parameters, so the replicas
-// stay identical). State (momentum, Adam moments, step) per tensor. The sparse modes run one per
-// rank before error feedback instead (ToStep; docs/sparse.md, "In training").
+// stay identical). State (momentum, Adam moments, step) per tensor.
 
 #include <span>
 #include <vector>
@@ -18,12 +17,6 @@ class LocalOptimizer {
   LocalOptimizer(optim::OptimizerConfig config, const std::vector<ModelTensor>& tensors);
   // One step of tensor `t` with gradient `grad` (t's count values).
   void Step(int t, std::span<const float> grad);
-  // The step of tensor `t` without applying it: replaces `grad` (t's count values) by what Step
-  // would subtract from the parameters, advancing the state the same way.
-  void ToStep(int t, std::span<float> grad);
-  // Zeroes the first slot (momentum; Adam's first moment) of tensor `t` at every element where
-  // `where` is non-zero.
-  void MaskMomentum(int t, std::span<const float> where);
 
   // Saved state: the slots as "<optim::SlotKind>/<tensor>" ("momentum/fc1.weight",
   // "adam_m/...", "adam_v/...") and the step count as the value "step/<tensor>" (Adam's bias

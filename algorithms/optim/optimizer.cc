@@ -42,26 +42,21 @@ const char* SlotKind(OptimizerConfig::Kind kind, int slot) {
   return "none";
 }
 
-namespace {
-
-// Every optimizer's step, element by element: `sink(i, d)` receives what parameter i moves down
-// by. One copy of the formulas for applying a step and for computing it.
-template <typename Sink>
-void ForEachStep(const OptimizerConfig& config, std::span<const float> params,
-                 std::span<const float> grad, std::span<float> slot0, std::span<float> slot1,
-                 int64_t step, Sink sink) {
+void ApplyOptimizer(const OptimizerConfig& config, std::span<float> params,
+                    std::span<const float> grad, std::span<float> slot0, std::span<float> slot1,
+                    int64_t step) {
   const float lr = static_cast<float>(config.learning_rate);
   const float wd = static_cast<float>(config.weight_decay);
   const size_t n = params.size();
   switch (config.kind) {
     case OptimizerConfig::Kind::kSgd:
-      for (size_t i = 0; i < n; ++i) sink(i, lr * (grad[i] + wd * params[i]));
+      for (size_t i = 0; i < n; ++i) params[i] -= lr * (grad[i] + wd * params[i]);
       return;
     case OptimizerConfig::Kind::kMomentum: {
       const float mu = static_cast<float>(config.momentum);
       for (size_t i = 0; i < n; ++i) {
         slot0[i] = mu * slot0[i] + grad[i] + wd * params[i];
-        sink(i, lr * slot0[i]);
+        params[i] -= lr * slot0[i];
       }
       return;
     }
@@ -75,26 +70,11 @@ void ForEachStep(const OptimizerConfig& config, std::span<const float> params,
         const float g = grad[i] + wd * params[i];
         slot0[i] = fb1 * slot0[i] + (1.0f - fb1) * g;
         slot1[i] = fb2 * slot1[i] + (1.0f - fb2) * g * g;
-        sink(i, lr * (slot0[i] * c1) / (std::sqrt(slot1[i] * c2) + eps));
+        params[i] -= lr * (slot0[i] * c1) / (std::sqrt(slot1[i] * c2) + eps);
       }
       return;
     }
   }
-}
-
-}  // namespace
-
-void ApplyOptimizer(const OptimizerConfig& config, std::span<float> params,
-                    std::span<const float> grad, std::span<float> slot0, std::span<float> slot1,
-                    int64_t step) {
-  ForEachStep(config, params, grad, slot0, slot1, step,
-              [params](size_t i, float d) { params[i] -= d; });
-}
-
-void ComputeOptimizerStep(const OptimizerConfig& config, std::span<const float> params,
-                          std::span<const float> grad, std::span<float> out, std::span<float> slot0,
-                          std::span<float> slot1, int64_t step) {
-  ForEachStep(config, params, grad, slot0, slot1, step, [out](size_t i, float d) { out[i] = d; });
 }
 
 }  // namespace herd::optim

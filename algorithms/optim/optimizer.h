@@ -51,12 +51,4 @@ void ApplyOptimizer(const OptimizerConfig& config, std::span<float> params,
                     std::span<const float> grad, std::span<float> slot0, std::span<float> slot1,
                     int64_t step);
 
-// The same step without applying it: writes into `out` what ApplyOptimizer would subtract from
-// `params` (params - out is the updated model, up to fp32 rounding), advancing the state in
-// `slot0` / `slot1` the same way. `out` may be `grad` itself. The sparse modes run it on each
-// rank's own gradient before error feedback (docs/sparse.md, "In training").
-void ComputeOptimizerStep(const OptimizerConfig& config, std::span<const float> params,
-                          std::span<const float> grad, std::span<float> out, std::span<float> slot0,
-                          std::span<float> slot1, int64_t step);
-
 }  // namespace herd::optim

@@ -3,8 +3,8 @@
 // lp, sparse, topk_allgather, clps): gradients are fused into buckets in ready order; a bucket
 // goes to the communication thread as soon as it and every bucket before it are complete in
 // backward (bucket order only, so every rank submits the same sequence); EndBackward waits for
-// all of them and applies the optimizer to the averaged gradient in the buckets (or, for the
-// sparse modes, the averaged optimizer step: `BucketReduction::reduces_steps`).
+// all of them and applies the optimizer to the averaged gradient in the buckets (or subtracts
+// the step the operation computed: the sparse modes with Adam, `BucketReduction::reduces_steps`).
 //
 // What differs between the modes is the operation on one bucket: `BucketReduction` builds it.
 // Every one of them saves the local optimizer's slots (replicated: the ranks apply the same
@@ -41,9 +41,9 @@ struct BucketReduction {
                                            ImportWhere)>
       import_state;
   // Where the job's optimizer runs. false: EndBackward applies it to the averaged gradient (the
-  // same update on every rank). true (the sparse modes): the operation itself turned this
-  // rank's gradient into its optimizer step before reducing it, so the buckets come back
-  // holding the averaged step and EndBackward subtracts it from the parameters.
+  // same update on every rank). true (the sparse modes with Adam, catch_up_adam.h): the
+  // operation itself turned the averaged gradient into the optimizer's step (the same on every
+  // rank), so EndBackward subtracts the buckets from the parameters.
   bool reduces_steps = false;
 };
 

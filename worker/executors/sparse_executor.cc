@@ -11,9 +11,9 @@
 #include "common/status.h"
 #include "worker/executor_state.h"
 #include "worker/executors/bucket_reduce_executor.h"
+#include "worker/executors/catch_up_adam.h"
 #include "worker/executors/density_warmup.h"
 #include "worker/fused_buckets.h"
-#include "worker/local_optimizer.h"
 
 namespace herd::worker {
 namespace {
@@ -92,28 +92,16 @@ void ImportBsag(const ExecutorContext& c, const FusedBuckets& buckets,
     bsag[b].direction = direction;
   }
 }
-// Carried across iterations, per rank: the optimizer's state (it runs here, on this rank's
-// gradient, before error feedback), and per bucket the residual (the optimizer steps this
-// rank has not delivered yet) and, for B-SAG, its extra top-k state.
+// Carried across iterations: per bucket the residual (what this rank has not delivered yet)
+// and, for B-SAG, its extra top-k state (both per rank); with Adam, its state (the same on every
+// rank). ExportState saves them by tensor, so a checkpoint and a mode switch keep them.
 struct State {
-  explicit State(const ExecutorContext& c) : optimizer(c.optimizer, c.tensors) {
-    for (const ModelTensor& t : c.tensors) counts.push_back(t.count);
-  }
-  LocalOptimizer optimizer;
-  std::vector<size_t> counts;  // per tensor
   std::vector<std::vector<float>> residuals;
   std::vector<sparse::BsagState> bsag;
+  std::unique_ptr<CatchUpAdam> adam;         // null: the job's optimizer runs after the reduction
   std::vector<std::vector<int>> tensors_of;  // per bucket, in buffer order
-  int64_t first_iteration = -1;              // of this stretch, for the warm-up
-  // The tensors of bucket `b` in its buffer `data`: `fn(tensor, its span)`.
-  template <typename Fn>
-  void ForEachTensor(int b, float* data, Fn fn) {
-    size_t offset = 0;
-    for (int t : tensors_of[b]) {
-      fn(t, std::span<float>(data + offset, counts[t]));
-      offset += counts[t];
-    }
-  }
+  std::vector<size_t> counts;                // per tensor
+  int64_t first_iteration = -1;              // of this stretch, for the warm-up and Adam
 };
 
 }  // namespace
@@ -135,12 +123,17 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeSparseExecutor(const ExecutorConte
   }
   const bool spardl = mode == "sparse";
   const double d = density > 0 ? density : kDefaultDensity;
-  auto state = std::make_shared<State>(context);
+  auto state = std::make_shared<State>();
+  if (context.optimizer.kind == optim::OptimizerConfig::Kind::kAdam) {
+    state->adam = std::make_unique<CatchUpAdam>(context.optimizer, context.tensors);
+  }
+  for (const ModelTensor& t : context.tensors) state->counts.push_back(t.count);
   BucketReduction r;
   r.mode = mode;
   r.description =
       spardl ? absl::StrFormat("density %g, %d teams", d, teams) : absl::StrFormat("density %g", d);
-  r.reduces_steps = true;
+  if (state->adam) absl::StrAppend(&r.description, ", catch-up Adam");
+  r.reduces_steps = state->adam != nullptr;
   r.prepare = [state](const FusedBuckets& buckets) {
     for (int b = 0; b < buckets.buckets(); ++b) {
       state->residuals.emplace_back(buckets.count(b), 0.0f);
@@ -151,31 +144,31 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeSparseExecutor(const ExecutorConte
   };
   r.export_state = [context, state, spardl, teams](const FusedBuckets& buckets, int64_t next,
                                                    checkpoint::ProcessState& out) {
-    // The optimizer runs on each rank's own gradient here, so its slots differ per rank:
-    // saved per worker, and at another worker count their mean (like the residuals).
-    state->optimizer.ExportState(out);
     ExportPlaced(out, "residual", context.tensors, PlacesIn(buckets, context.tensors.size()),
                  state->residuals);
     if (state->first_iteration >= 0) {
       out.values[std::string(kWarmupKey)] = absl::StrCat(next - state->first_iteration);
     }
     if (spardl) ExportBsag(context, buckets, state->bsag, teams, out);
+    if (state->adam) state->adam->ExportState(out);
   };
   r.import_state = [context, state, spardl, teams](
                        const FusedBuckets& buckets, const checkpoint::StateSource& from,
                        ImportWhere where) -> absl::StatusOr<ImportStep> {
-    HERD_ASSIGN_OR_RETURN(ImportStep optimizer,
-                          state->optimizer.ImportState(from, Reshard::kMean, where));
     HERD_ASSIGN_OR_RETURN(
         ImportStep residuals,
         ImportPlaced(from, "residual", Reshard::kMean, where, context.tensors,
                      PlacesIn(buckets, context.tensors.size()), &state->residuals));
+    ImportStep adam = [] {};
+    if (state->adam) {
+      HERD_ASSIGN_OR_RETURN(adam, state->adam->ImportState(from, where));
+    }
     const std::optional<int64_t> warm = ReadIntValue(from, kWarmupKey, where);
     std::vector<sparse::BsagState> bsag = state->bsag;
     if (spardl) ImportBsag(context, buckets, from, where, teams, bsag);
     return ImportStep([=] {
-      optimizer();
       residuals();
+      adam();
       if (warm) state->first_iteration = context.first_iteration - *warm;
       state->bsag = bsag;
     });
@@ -193,10 +186,19 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeSparseExecutor(const ExecutorConte
     o.density = DensityAt(d, iteration - state->first_iteration);
     o.teams = teams;
     o.bsag = &state->bsag[b];
-    return std::function<absl::Status()>([o, spardl, state, b] {
-      state->ForEachTensor(b, o.data,
-                           [&](int t, std::span<float> g) { state->optimizer.ToStep(t, g); });
-      return spardl ? sparse::SparDLAllReduce(o) : sparse::TopkAllGatherAllReduce(o);
+    const int64_t step = iteration - state->first_iteration + 1;
+    return std::function<absl::Status()>([o, spardl, state, b, step] {
+      HERD_RETURN_IF_ERROR(spardl ? sparse::SparDLAllReduce(o) : sparse::TopkAllGatherAllReduce(o));
+      if (state->adam) {
+        // The bucket holds the averaged sparse gradient, the same on every rank: make it
+        // the step, tensor by tensor.
+        float* at = o.data;
+        for (int t : state->tensors_of[b]) {
+          state->adam->ToStep(t, std::span<float>(at, state->counts[t]), step);
+          at += state->counts[t];
+        }
+      }
+      return absl::OkStatus();
     });
   };
   return MakeBucketReduceExecutor(context, std::move(r));
