@@ -125,7 +125,11 @@ absl::Status Database::Write(std::string_view what, bool sync,
   rocksdb::Status st;
   {
     auto pin = Pin();
-    if (db_ == nullptr) return Writable();  // a reopen failed: still refused
+    if (db_ == nullptr) {  // a recovery reopen failed: refused (with the first cause) until
+      pin.unlock();        // one works
+      std::lock_guard<std::mutex> lock(failure_mu_);
+      return failure_;
+    }
     rocksdb::WriteBatch batch;
     fill(batch);
     rocksdb::WriteOptions wo;
@@ -170,7 +174,12 @@ rocksdb::Status Database::Recover() {
   if (rocksdb::IOStatus probe = ProbeDisk(); !probe.ok()) return probe;
   std::unique_lock<std::shared_mutex> exclusive(db_mu_);
   CloseDb();
-  return OpenDb(rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords);
+  rocksdb::Status st = OpenDb(rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords);
+  if (!st.ok()) {
+    Log().error("{} in {}: reopening after a failed write: {}", options_.what, options_.dir,
+                st.ToString());
+  }
+  return st;
 }
 
 absl::Status Database::Writable() {
