@@ -34,6 +34,10 @@ command -v flock >/dev/null || lock=()
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+# UCX's memory hooks (libucm, linked through the transport) patch madvise; a new thread's
+# stack advice then enters a hook before TSan has set the thread up, and the test crashes.
+export UCX_MEM_MMAP_HOOK_MODE=${UCX_MEM_MMAP_HOOK_MODE:-none}
+export UCX_MEM_MALLOC_HOOKS=${UCX_MEM_MALLOC_HOOKS:-no}
 
 status=0
 for kind in "${kinds[@]}"; do
