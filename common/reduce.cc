@@ -8,6 +8,7 @@
 #include "common/half.h"
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -70,7 +71,12 @@ __attribute__((target("avx2,f16c"))) void ReduceFP16F16C(ReduceOp op, uint16_t* 
 }
 
 bool HasF16C() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  // F16C through cpuid: clang's __builtin_cpu_supports does not know "f16c".
+  static const bool has = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0 &&
+           __builtin_cpu_supports("avx2");
+  }();
   return has;
 }
 #endif

@@ -7,6 +7,8 @@ set -euo pipefail
 packages=(
   # toolchain
   build-essential cmake ninja-build pkg-config ccache git clang-format
+  # the fuzz preset and scripts/fuzz.sh: clang with libFuzzer and the sanitizers' runtimes
+  clang libclang-rt-14-dev
   # libraries found with find_package
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libucx-dev ucx-utils

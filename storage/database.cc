@@ -1,6 +1,7 @@
 #include "storage/database.h"
 
 #include <rocksdb/env.h>
+#include <rocksdb/listener.h>
 
 #include <filesystem>
 
@@ -8,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "storage/private_file_system.h"
+#include "storage/rocksdb_logger.h"
 
 namespace herd::storage {
 namespace {
@@ -34,6 +36,17 @@ std::string WriteAheadLogs(const std::string& dir) {
   return logs.empty() ? "none" : absl::StrJoin(logs, ", ");
 }
 
+// Turns off RocksDB's own recovery from a full disk (its SstFileManager resumes in the
+// background): that resume touches the failed log writer too. Recover() does it instead.
+class NoAutoRecovery final : public rocksdb::EventListener {
+ public:
+  const char* Name() const override { return "HerdNoAutoRecovery"; }
+  void OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason, rocksdb::Status,
+                            bool* auto_recovery) override {
+    *auto_recovery = false;
+  }
+};
+
 }  // namespace
 
 Database::Database(DatabaseOptions options) : options_(std::move(options)) {}
@@ -55,6 +68,10 @@ rocksdb::Status Database::OpenDb(rocksdb::WALRecoveryMode mode) {
   db_options.create_if_missing = true;
   db_options.create_missing_column_families = true;
   db_options.paranoid_checks = true;
+  // RocksDB's own background resume would touch a failed log writer (see Recover()).
+  db_options.max_bgerror_resume_count = 0;
+  db_options.listeners.push_back(std::make_shared<NoAutoRecovery>());
+  db_options.info_log = NewRocksDbLogger();
   db_options.wal_recovery_mode = mode;
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
   cfs.emplace_back(rocksdb::kDefaultColumnFamilyName, o.cf_options);
@@ -108,7 +125,11 @@ absl::Status Database::Write(std::string_view what, bool sync,
   rocksdb::Status st;
   {
     auto pin = Pin();
-    if (db_ == nullptr) return Writable();  // a reopen failed: still refused
+    if (db_ == nullptr) {  // a recovery reopen failed: refused (with the first cause) until
+      pin.unlock();        // one works
+      std::lock_guard<std::mutex> lock(failure_mu_);
+      return failure_;
+    }
     rocksdb::WriteBatch batch;
     fill(batch);
     rocksdb::WriteOptions wo;
@@ -145,22 +166,20 @@ rocksdb::IOStatus Database::ProbeDisk() {
 }
 
 rocksdb::Status Database::Recover() {
-  {
-    auto pin = Pin();
-    if (db_ != nullptr) {
-      // Resume() clears errors RocksDB can recover from itself (it flushes the memtables to
-      // fresh files).
-      rocksdb::Status st = db_->Resume();
-      if (st.ok()) return st;
-    }
-  }
-  // A failed write-ahead log write is fatal to this RocksDB instance: once the disk takes
-  // writes again, reopen. The failed write may have left a torn record at the log's end; it
-  // was never acknowledged, so this reopen (only this one) tolerates it.
+  // Not DB::Resume(): after a failed write-ahead log write RocksDB holds the error fatal, and
+  // resuming would touch the failed log writer again, which asserts in builds with assertions
+  // on (Debian's). Instead, once the disk takes writes again, reopen. The failed write may
+  // have left a torn record at the log's end; it was never acknowledged, so this reopen (only
+  // this one) tolerates it.
   if (rocksdb::IOStatus probe = ProbeDisk(); !probe.ok()) return probe;
   std::unique_lock<std::shared_mutex> exclusive(db_mu_);
   CloseDb();
-  return OpenDb(rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords);
+  rocksdb::Status st = OpenDb(rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords);
+  if (!st.ok()) {
+    Log().error("{} in {}: reopening after a failed write: {}", options_.what, options_.dir,
+                st.ToString());
+  }
+  return st;
 }
 
 absl::Status Database::Writable() {

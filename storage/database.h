@@ -11,9 +11,8 @@
 //   * A write that fails (disk full, I/O error, read-only file system) never aborts the
 //     process: it and every later write are UNAVAILABLE naming the cause, reads still work,
 //     and nothing acknowledged is lost (a failed WriteBatch is not applied). At most once per
-//     `retry_every` a write first tries to recover: RocksDB's Resume(), and when RocksDB
-//     holds the error fatal (a failed write-ahead log write is), a probe write and, if the
-//     disk takes it, a reopen that tolerates the torn tail the failed write may have left
+//     `retry_every` a write first tries to recover: a probe write and, if the disk takes it,
+//     a reopen of the database that tolerates the torn tail the failed write may have left
 //     (that record was never acknowledged). Once the disk is back, writes work again without
 //     a restart.
 //
@@ -88,7 +87,7 @@ class Database {
   rocksdb::Status OpenDb(rocksdb::WALRecoveryMode mode);
   void CloseDb();
   absl::Status Failed(const rocksdb::Status& st, std::string_view what);
-  // Resume, else probe and reopen (failure_mu_ held). OK once writes work again.
+  // Probe the disk and reopen (failure_mu_ held). OK once writes work again.
   rocksdb::Status Recover();
   // Writes, syncs and removes a small file in the directory: does the disk take writes?
   rocksdb::IOStatus ProbeDisk();
