@@ -62,6 +62,10 @@ struct SessionOptions {
   std::chrono::milliseconds wait_for_job{std::chrono::minutes(5)};     // the job to be submitted
   FusionSettings fusion;
   std::string timeline_dir;  // write <dir>/worker-<rank>.json (Chrome trace) when set
+  // The parameter-server shards: TLS, with these PEM roots (empty: the system's). The token is
+  // the scheduler's (one secret per cluster).
+  bool server_tls = false;
+  std::string server_tls_ca_file;
 };
 
 class Session {
@@ -131,6 +135,8 @@ class Session {
 
   const SessionOptions options_;
   std::shared_ptr<scheduler::SchedulerClient> client_;
+  // Cancelled with the job's outcome when the job ends: wakes calls blocked on the shards.
+  std::shared_ptr<CancelToken> ps_cancel_ = std::make_shared<CancelToken>();
   std::shared_ptr<transport::Store> store_;
   herd::v1::JobSpec spec_;
   herd::v1::RegisterNodeResponse registered_;
