@@ -35,6 +35,7 @@
 #include "common/child_processes.h"
 #include "plan/modes.h"
 #include "scheduler/client/job_wait.h"
+#include "proto/rpc/grpc_support.h"
 #include "scheduler/client/scheduler_client.h"
 #include "scheduler/scheduler_core.h"
 #include "worker/torch/torch_trainable.h"
@@ -107,10 +108,32 @@ class LocalCommand final : public Command {
     app.add_option("command", command_,
                    "-- CMD ARGS...: run CMD as each worker (your own training program, e.g. "
                    "/usr/bin/python3 train.py) instead of the built-in --model");
+    // Security, as a shared cluster runs it: every process requires the token of every call,
+    // and speaks TLS to the scheduler and the shards.
+    app.add_option("--token-file", token_file_,
+                   "Bearer token (the file's content) the scheduler and shards require and every "
+                   "process sends")
+        ->check(CLI::ExistingFile);
+    app.add_option("--tls-cert", tls_cert_,
+                   "PEM certificate the scheduler and shards serve with (TLS everywhere)")
+        ->check(CLI::ExistingFile);
+    app.add_option("--tls-key", tls_key_, "PEM private key of --tls-cert")
+        ->check(CLI::ExistingFile);
+    app.add_option("--tls-ca", tls_ca_,
+                   "PEM roots that sign --tls-cert (default: the certificate itself, for a "
+                   "self-signed one)")
+        ->check(CLI::ExistingFile);
   }
 
   int Run() override {
     const auto begin = std::chrono::steady_clock::now();
+    if (tls_cert_.empty() != tls_key_.empty()) {
+      return Fail(absl::InvalidArgumentError("--tls-cert and --tls-key go together"));
+    }
+    if (!tls_ca_.empty() && tls_cert_.empty()) {
+      return Fail(absl::InvalidArgumentError("--tls-ca needs --tls-cert and --tls-key"));
+    }
+    if (!tls_cert_.empty() && tls_ca_.empty()) tls_ca_ = tls_cert_;
     auto spec = BuildSpec();
     if (!spec.ok()) return Fail(spec.status());
     auto st = PrepareStateDir();
@@ -243,6 +266,23 @@ class LocalCommand final : public Command {
     return absl::OkStatus();
   }
 
+  // The flags of a process that serves (the scheduler, a shard): the token it requires, its
+  // certificate.
+  void AddServing(std::vector<std::string>& args) const {
+    if (!token_file_.empty()) args.insert(args.end(), {"--token-file", token_file_});
+    if (!tls_cert_.empty()) {
+      args.insert(args.end(), {"--tls-cert", tls_cert_, "--tls-key", tls_key_});
+    }
+  }
+  // The flags of a client of `what` ("scheduler" or "server"): TLS with the roots (the token
+  // file is one flag for both, added once).
+  void AddClientOf(const std::string& what, std::vector<std::string>& args) const {
+    if (!tls_ca_.empty())
+      args.insert(args.end(), {"--" + what + "-tls", "--" + what + "-ca", tls_ca_});
+    const bool has_token = std::find(args.begin(), args.end(), "--token-file") != args.end();
+    if (!token_file_.empty() && !has_token) args.insert(args.end(), {"--token-file", token_file_});
+  }
+
   std::string Path(const std::string& name) const { return (fs::path(state_dir_) / name).string(); }
   std::string LogOf(const std::string& name) const { return Path("logs/" + name + ".log"); }
 
@@ -250,10 +290,11 @@ class LocalCommand final : public Command {
   absl::StatusOr<std::string> StartScheduler() {
     const std::string port_file = Path("scheduler.port");
     fs::remove(port_file);
-    auto st = children_.StartSelf("scheduler",
-                                  {"scheduler", "--listen", "127.0.0.1:0", "--state",
-                                   Path("scheduler-state"), "--port-file", port_file},
-                                  LogOf("scheduler"));
+    std::vector<std::string> args = {
+        "scheduler",   "--listen", "127.0.0.1:0", "--state", Path("scheduler-state"),
+        "--port-file", port_file};
+    AddServing(args);
+    auto st = children_.StartSelf("scheduler", args, LogOf("scheduler"));
     if (!st.ok()) return st;
     const auto deadline = std::chrono::steady_clock::now() + 30s;
     while (std::chrono::steady_clock::now() < deadline) {
@@ -278,6 +319,13 @@ class LocalCommand final : public Command {
     if (!address.ok()) return Fail(address.status());
     scheduler::ClientOptions co;
     co.address = *address;
+    co.tls = !tls_ca_.empty();
+    co.tls_ca_file = tls_ca_;
+    if (!token_file_.empty()) {
+      auto token = rpc::ReadTokenFile(token_file_);
+      if (!token.ok()) return Fail(token.status());
+      co.token = *token;
+    }
     auto sched = scheduler::SchedulerClient::Connect(co);
     if (!sched.ok()) return Fail(sched.status());
     auto submitted = (*sched)->SubmitJob(spec);
@@ -292,13 +340,28 @@ class LocalCommand final : public Command {
     }
     for (int s = 0; s < spec.servers(); ++s) {
       const std::string name = absl::StrFormat("server-%d", s);
-      auto st = children_.StartSelf(
-          name,
-          {"server", "--scheduler", *address, "--job", job_, "--name", name, "--shard",
-           std::to_string(s), "--state", Path(name + "-state"), "--listen", "127.0.0.1:0",
-           "--threads", std::to_string(2 * workers_ + 4), "--durability", "every-k:100",
-           "--preempt-grace", preempt_grace_},
-          LogOf(name));
+      std::vector<std::string> args = {"server",
+                                       "--scheduler",
+                                       *address,
+                                       "--job",
+                                       job_,
+                                       "--name",
+                                       name,
+                                       "--shard",
+                                       std::to_string(s),
+                                       "--state",
+                                       Path(name + "-state"),
+                                       "--listen",
+                                       "127.0.0.1:0",
+                                       "--threads",
+                                       std::to_string(2 * workers_ + 4),
+                                       "--durability",
+                                       "every-k:100",
+                                       "--preempt-grace",
+                                       preempt_grace_};
+      AddServing(args);
+      AddClientOf("scheduler", args);
+      auto st = children_.StartSelf(name, args, LogOf(name));
       if (!st.ok()) return Fail(st);
       shard_children_.push_back(name);
     }
@@ -327,6 +390,8 @@ class LocalCommand final : public Command {
       args.insert(args.end(), {"--preempt-grace", preempt_grace_});
       if (!timeline_dir_.empty()) args.insert(args.end(), {"--timeline", timeline_dir_});
       if (!data_dir_.empty()) args.insert(args.end(), {"--data-dir", data_dir_});
+      AddClientOf("scheduler", args);
+      AddClientOf("server", args);
       auto st = command_.empty() ? children_.StartSelf(name, args, LogOf(name))
                                  : StartProgram(name, w, *address, cores);
       if (!st.ok()) return Fail(st);
@@ -607,6 +672,8 @@ class LocalCommand final : public Command {
     return g.ok() ? *g : std::chrono::milliseconds(60000);
   }
   std::vector<std::string> command_;         // -- CMD ARGS...: the workers' own program
+  std::string token_file_;
+  std::string tls_cert_, tls_key_, tls_ca_;
   std::vector<std::string> shard_children_;  // the shards' child names
   ChildProcesses children_;
 };

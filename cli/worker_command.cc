@@ -88,6 +88,12 @@ class WorkerCommand final : public Command {
     app.add_option("--scheduler-ca", s.scheduler.tls_ca_file,
                    "PEM roots of the scheduler's certificate")
         ->envname("HERD_SCHEDULER_CA");
+    app.add_flag("--server-tls", s.server_tls,
+                 "Connect to the parameter-server shards with TLS (ps_* modes)")
+        ->envname("HERD_SERVER_TLS");
+    app.add_option("--server-ca", s.server_tls_ca_file,
+                   "PEM roots of the shards' certificates (implies --server-tls)")
+        ->envname("HERD_SERVER_CA");
   }
 
   int Run() override {
@@ -115,6 +121,8 @@ class WorkerCommand final : public Command {
       if (!token.ok()) return Fail(token.status());
       s.scheduler.token = *token;
     }
+    if (!s.server_tls_ca_file.empty()) s.server_tls = true;
+    if (!s.scheduler.tls_ca_file.empty()) s.scheduler.tls = true;
     auto factory = [this](const worker::TrainableRequest& req)
         -> absl::StatusOr<std::unique_ptr<worker::Trainable>> {
       auto train = worker::LoadIdxDataset(data_dir_, "train");

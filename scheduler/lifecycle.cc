@@ -89,7 +89,11 @@ absl::Status ValidateResult(const herd::v1::TrainingResult& r) {
           absl::StrFormat("metric '%s' is %g; metrics must be finite", name, value));
     }
   }
-  HERD_RETURN_IF_ERROR(CheckText("the result's executor", r.executor(), kMaxReasonBytes, true));
+  if (r.executor().size() > kMaxReasonBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("the result's executor has %d bytes, more than the limit of %d",
+                        r.executor().size(), kMaxReasonBytes));
+  }
   if (r.iterations() < 0) {
     return absl::InvalidArgumentError(
         absl::StrFormat("a result has %d iterations; give a count >= 0", r.iterations()));
@@ -207,6 +211,8 @@ absl::StatusOr<JobStatus> SchedulerCore::FinishWorker(const herd::v1::FinishWork
   next.mutable_workers(ref.slot)->set_finished(true);
   while (next.worker_results_size() < next.workers_size()) next.add_worker_results();
   *next.mutable_worker_results(ref.slot) = req.result();
+  // Written by a process, printed to operators: on one line, without escape sequences.
+  next.mutable_worker_results(ref.slot)->set_executor(Bounded(req.result().executor()));
   // Done when no worker is still training: each one finished, or (in a mode that goes on
   // without it) died.
   bool done = true;

@@ -26,8 +26,10 @@ inline constexpr size_t kMaxRequestBytes = 4 << 20;
 // The serialized JobStatus of one job (spec, members, progress, results, schedule, reasons).
 // Half an answer: a plan adds at most the shard map (kMaxShardEntries entries of <= 32 bytes,
 // 1 MiB) and the ranks, ring and peers (<= 20 bytes a worker, 320 KiB) to the members it
-// copies from the status, so plans and GetJob answers stay below kMaxAnswerBytes; an ending
-// adds at most a few KiB of reasons to a status at the bound.
+// copies from the status, so plans and GetJob answers stay below kMaxAnswerBytes. Checked where
+// a request can grow the state (submission, registration, a declared model, a result, a mode
+// switch); the rest grows by a bounded amount over it: progress reports are fixed-size (at most
+// 80 bytes a worker, 1.3 MiB at kMaxWorkers) and an ending adds a few KiB of reasons.
 inline constexpr size_t kMaxJobStatusBytes = 2 << 20;
 // One page of ListJobs: at least one job, then jobs while the page stays below this.
 inline constexpr size_t kMaxListPageBytes = 3 << 20;

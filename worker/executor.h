@@ -24,10 +24,13 @@
 #include <string_view>
 #include <vector>
 
+#include <functional>
+
 #include "absl/status/statusor.h"
 #include "algorithms/optim/optimizer.h"
 #include "checkpoint/state.h"
 #include "checkpoint/state_source.h"
+#include "common/cancel_token.h"
 #include "common/timeline.h"
 #include "herd/v1/job.pb.h"
 #include "transport/communicator.h"
@@ -56,16 +59,24 @@ struct FusionSettings {
 
 // Everything an executor is built from. Pointers are borrowed and outlive the executor.
 struct ExecutorContext {
-  herd::v1::Plan plan;   // the mode (plan.mode), ranks, peers, teams, shard map, servers
-  int rank = 0;          // this worker's rank
+  herd::v1::Plan plan;  // the mode (plan.mode), ranks, peers, teams, shard map, servers
+  int rank = 0;         // this worker's rank
   transport::Communicator* comm = nullptr;  // the workers' communicator (collective modes)
-  std::vector<ModelTensor> tensors;          // forward (registration) order
-  optim::OptimizerConfig optimizer;          // applied locally by the collective modes
+  std::vector<ModelTensor> tensors;         // forward (registration) order
+  optim::OptimizerConfig optimizer;         // applied locally by the collective modes
   FusionSettings fusion;
   std::chrono::milliseconds timeout{std::chrono::seconds(120)};  // every wait
-  Timeline* timeline = nullptr;              // may be null
-  // Parameter-server modes: how to reach the shards.
+  Timeline* timeline = nullptr;                                  // may be null
+  // Parameter-server modes: how to reach the shards (the token, and TLS with these PEM roots,
+  // empty: the system's).
   std::string ps_token;
+  bool ps_tls = false;
+  std::string ps_tls_ca_file;
+  // Cancelled when the job ends (a peer died, an operator cancelled): every call to the shards
+  // returns at once with the reason instead of waiting out its deadline.
+  std::shared_ptr<CancelToken> ps_cancel;
+  // Where shard `id` serves now, from the scheduler (a restarted shard may have a new port).
+  std::function<absl::StatusOr<std::string>(int shard)> shard_address;
   int64_t first_iteration = 0;  // the iteration this executor starts at
 };
 
@@ -95,17 +106,13 @@ class Executor {
   // tuner's observations — never the parameters, which live in the model's tensors (the
   // session exports them). Called after Flush. Names are "<kind>/<tensor name>"; the kinds
   // and how each one reshards are in docs/checkpoint.md.
-  virtual absl::Status ExportState(checkpoint::ProcessState& out) const {
-    return absl::OkStatus();
-  }
+  virtual absl::Status ExportState(checkpoint::ProcessState& out) const { return absl::OkStatus(); }
   // Takes back what `from` holds of this executor's state, whichever mode and worker count
   // exported it (a checkpoint, or the executor this one replaces at a mode switch), before the
   // first BeginIteration. A kind it does not carry is ignored; a kind it carries that `from`
   // lacks starts as a fresh executor's would. Errors: FAILED_PRECONDITION for state that does
   // not fit the model (another length), DATA_LOSS for state that cannot be read.
-  virtual absl::Status ImportState(const checkpoint::StateSource& from) {
-    return absl::OkStatus();
-  }
+  virtual absl::Status ImportState(const checkpoint::StateSource& from) { return absl::OkStatus(); }
 
  protected:
   double exposed_seconds_ = 0;

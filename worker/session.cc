@@ -255,6 +255,18 @@ absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
   ctx.timeout = options_.timeout;
   ctx.timeline = timeline_.get();
   ctx.ps_token = options_.scheduler.token;
+  ctx.ps_tls = options_.server_tls;
+  ctx.ps_tls_ca_file = options_.server_tls_ca_file;
+  ctx.ps_cancel = ps_cancel_;
+  ctx.shard_address = [client = client_,
+                       job = options_.job](int shard) -> absl::StatusOr<std::string> {
+    HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus status, client->GetJob(job));
+    if (shard < 0 || shard >= status.servers_size() || !status.servers(shard).alive()) {
+      return absl::UnavailableError(
+          absl::StrFormat("shard %d of job '%s' is not alive", shard, job));
+    }
+    return status.servers(shard).address();
+  };
   ctx.first_iteration = iteration;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -373,8 +385,10 @@ void Session::NoteJobEnded(herd::v1::JobState state, const std::string& reason) 
   const absl::Status outcome = scheduler::JobEndedStatus(options_.job, state, reason);
   std::lock_guard<std::mutex> lock(mu_);
   ended_ = outcome;
-  // Wakes a rank blocked in a collective whose peer stopped: it returns at once.
+  // Wakes a rank blocked in a collective whose peer stopped: it returns at once; and one
+  // blocked on a shard, waiting for a round a dead worker will never complete.
   if (comm_) (void)comm_->abort(outcome);
+  ps_cancel_->Cancel(outcome);
   Log().warn("worker {}: {}", rank_, std::string(outcome.message()));
 }
 

@@ -71,6 +71,10 @@ struct SessionOptions {
   // `preempt_grace`, training fails instead.
   const std::atomic<bool>* stop_requested = nullptr;
   std::chrono::milliseconds preempt_grace{std::chrono::seconds(60)};
+  // The parameter-server shards: TLS, with these PEM roots (empty: the system's). The token is
+  // the scheduler's (one secret per cluster).
+  bool server_tls = false;
+  std::string server_tls_ca_file;
 };
 
 class Session {
@@ -191,6 +195,8 @@ class Session {
 
   const SessionOptions options_;
   std::shared_ptr<scheduler::SchedulerClient> client_;
+  // Cancelled with the job's outcome when the job ends: wakes calls blocked on the shards.
+  std::shared_ptr<CancelToken> ps_cancel_ = std::make_shared<CancelToken>();
   std::shared_ptr<transport::Store> store_;
   herd::v1::JobSpec spec_;
   herd::v1::RegisterNodeResponse registered_;

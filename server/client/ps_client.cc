@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "absl/strings/str_format.h"
+#include "common/cancel_token.h"
 #include "herd/v1/ps.grpc.pb.h"
 #include "proto/rpc/grpc_support.h"
 
@@ -27,6 +28,7 @@ class GrpcPsClient final : public PsClient {
       const std::vector<herd::v1::InitKeyChunk>& chunks) override {
     grpc::ClientContext ctx;
     Prepare(&ctx);
+    CancelRegistration cancel(options_.cancel.get(), [&ctx] { ctx.TryCancel(); });
     herd::v1::InitKeysResponse resp;
     auto writer = stub_->InitKeys(&ctx, &resp);
     for (const auto& c : chunks) {
@@ -40,6 +42,7 @@ class GrpcPsClient final : public PsClient {
   absl::StatusOr<int> Push(const std::vector<PushChunk>& chunks) override {
     grpc::ClientContext ctx;
     Prepare(&ctx);
+    CancelRegistration cancel(options_.cancel.get(), [&ctx] { ctx.TryCancel(); });
     herd::v1::PushResponse resp;
     auto writer = stub_->Push(&ctx, &resp);
     for (const auto& c : chunks) {
@@ -53,6 +56,7 @@ class GrpcPsClient final : public PsClient {
   absl::StatusOr<std::vector<PullChunk>> Pull(const herd::v1::PullRequest& request) override {
     grpc::ClientContext ctx;
     Prepare(&ctx);
+    CancelRegistration cancel(options_.cancel.get(), [&ctx] { ctx.TryCancel(); });
     auto reader = stub_->Pull(&ctx, request);
     std::vector<PullChunk> out;
     PullChunk c;
@@ -64,6 +68,7 @@ class GrpcPsClient final : public PsClient {
   absl::StatusOr<std::vector<PullChunk>> PushPull(const std::vector<PushChunk>& chunks) override {
     grpc::ClientContext ctx;
     Prepare(&ctx);
+    CancelRegistration cancel(options_.cancel.get(), [&ctx] { ctx.TryCancel(); });
     auto stream = stub_->PushPull(&ctx);
     for (const auto& c : chunks) {
       if (!stream->Write(c)) break;
@@ -79,6 +84,7 @@ class GrpcPsClient final : public PsClient {
   absl::StatusOr<herd::v1::ShardStats> Stats() override {
     grpc::ClientContext ctx;
     Prepare(&ctx);
+    CancelRegistration cancel(options_.cancel.get(), [&ctx] { ctx.TryCancel(); });
     herd::v1::ShardStats resp;
     if (auto st = Map(stub_->Stats(&ctx, herd::v1::StatsRequest(), &resp)); !st.ok()) return st;
     return resp;
@@ -87,6 +93,7 @@ class GrpcPsClient final : public PsClient {
   absl::StatusOr<int> Checkpoint(const std::string& job) override {
     grpc::ClientContext ctx;
     Prepare(&ctx);
+    CancelRegistration cancel(options_.cancel.get(), [&ctx] { ctx.TryCancel(); });
     herd::v1::CheckpointRequest req;
     req.set_job(job);
     herd::v1::CheckpointResponse resp;
@@ -138,6 +145,10 @@ class GrpcPsClient final : public PsClient {
 
   absl::Status Map(const grpc::Status& st) const {
     if (st.ok()) return absl::OkStatus();
+    // A call cancelled because the job ended says why the job ended, not "Cancelled".
+    if (options_.cancel != nullptr && !options_.cancel->reason().ok()) {
+      return options_.cancel->reason();
+    }
     return absl::Status(static_cast<absl::StatusCode>(st.error_code()),
                         absl::StrFormat("shard %s: %s", options_.address, st.error_message()));
   }

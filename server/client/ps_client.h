@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/cancel_token.h"
 #include "common/deadline.h"
 #include "herd/v1/ps.pb.h"
 
@@ -22,6 +23,9 @@ struct PsClientOptions {
   bool tls = false;
   std::string tls_ca_file;                        // PEM roots (empty: system)
   std::chrono::milliseconds call_timeout{30000};  // the deadline of every call
+  // When set, cancelling it ends every call in flight and every later one with its reason
+  // (the worker's session cancels it when the scheduler says the job ended).
+  std::shared_ptr<CancelToken> cancel;
 };
 
 class PsClient {

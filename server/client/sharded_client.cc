@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "algorithms/compression/error_feedback.h"
+#include "common/logging.h"
 #include "common/status.h"
 
 namespace herd::server {
@@ -90,12 +91,31 @@ absl::Status ShardedPsClient::RoundOnShard(int shard, int64_t round,
   // (and, under every-round, written) without an answer; others were lost with the shard.
   const Deadline deadline = Deadline::After(options_.retry_for);
   absl::Status st = pushed.status();
+  auto next_resolve = std::chrono::steady_clock::now();
   while (!deadline.expired()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (std::chrono::steady_clock::now() >= next_resolve) {
+      Reresolve(shard);
+      next_resolve = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+    }
     st = ResumeOnShard(shard, round, all, out);
     if (st.ok() || !absl::IsUnavailable(st)) return st;
   }
   return st;
+}
+
+void ShardedPsClient::Reresolve(int shard) {
+  if (!options_.resolve_address) return;
+  absl::StatusOr<std::string> address = options_.resolve_address(shard);
+  if (!address.ok() || address->empty() || *address == options_.addresses[shard]) return;
+  PsClientOptions o = options_.client;
+  o.address = *address;
+  auto client = PsClient::Connect(o);
+  if (!client.ok()) return;  // retried at the next look
+  Log().info("ps client: shard {} moved from {} to {} (the plan says so); reconnecting", shard,
+             options_.addresses[shard], *address);
+  options_.addresses[shard] = *address;
+  clients_[shard] = std::move(*client);
 }
 
 absl::Status ShardedPsClient::ResumeOnShard(int shard, int64_t round,

@@ -37,6 +37,11 @@ struct ShardedOptions {
   PsClientOptions client;                      // address is filled per shard
   std::chrono::milliseconds retry_for{30000};  // how long PushPull rides out a shard restart
   bool async = false;  // the job runs ps_async (the round of a push is the worker's clock)
+  // Where shard `id` serves now (from the scheduler's plan), or an error. While a shard is
+  // UNAVAILABLE, PushPull asks this about twice a second and reconnects when the address
+  // changed: a shard restarted without a fixed port registers a new one. Unset: the addresses
+  // above for good.
+  std::function<absl::StatusOr<std::string>(int shard)> resolve_address;
 };
 
 class ShardedPsClient {
@@ -79,6 +84,9 @@ class ShardedPsClient {
   absl::Status RoundOnShard(int shard, int64_t round, const std::vector<herd::v1::PushChunk>& all,
                             std::vector<herd::v1::PullChunk>* out);
   // One attempt to finish a round on a shard after the connection failed mid-round.
+  // Reconnects shard `shard` when resolve_address gives a new address (only that shard's
+  // thread touches its client).
+  void Reresolve(int shard);
   absl::Status ResumeOnShard(int shard, int64_t round, const std::vector<herd::v1::PushChunk>& all,
                              std::vector<herd::v1::PullChunk>* out);
 

@@ -195,6 +195,10 @@ absl::StatusOr<std::unique_ptr<Executor>> MakePsExecutor(const ExecutorContext& 
   o.worker = context.rank;
   o.async = mode == PsMode::kAsync;
   o.client.token = context.ps_token;
+  o.client.tls = context.ps_tls;
+  o.client.tls_ca_file = context.ps_tls_ca_file;
+  o.client.cancel = context.ps_cancel;
+  o.resolve_address = context.shard_address;
   o.client.call_timeout = context.timeout;
   for (const auto& m : plan.servers()) {
     if (m.address().empty()) {

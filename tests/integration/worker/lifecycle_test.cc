@@ -55,8 +55,8 @@ class Lifecycle : public ::testing::Test {
   }
   pid_t Worker(const std::string& job, int i, const std::string& wait = "60") {
     const std::string name = "w" + std::to_string(i);
-    return Spawn({"worker", "--scheduler", sched_.address(), "--job", job, "--name", name,
-                  "--rank", std::to_string(i), "--wait-for-job", wait, "--threads", "1"},
+    return Spawn({"worker", "--scheduler", sched_.address(), "--job", job, "--name", name, "--rank",
+                  std::to_string(i), "--wait-for-job", wait, "--threads", "1"},
                  name);
   }
   pid_t Server(const std::string& job) {
@@ -77,6 +77,16 @@ class Lifecycle : public ::testing::Test {
   }
   std::string Status(const std::string& job) {
     return RunHerd({"job", "status", job, "--scheduler", sched_.address()}).out;
+  }
+
+  // Until the job reports iteration 3, for at most a minute (each look starts a process, slow
+  // on a loaded machine: bounded by time, not by a count of looks).
+  void WaitForIteration3(const std::string& job) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (Status(job).find("iteration 3") == std::string::npos &&
+           std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
   }
 
   std::string dir_;
@@ -154,6 +164,56 @@ TEST_F(Lifecycle, AWorkerThatDiesFailsTheJobAndTheSurvivorNamesIt) {
   EXPECT_NE(out.find("'w1' (rank 1)"), std::string::npos) << out;
   const std::string status = Status("fragile");
   EXPECT_NE(status.find("FAILED"), std::string::npos) << status;
+}
+
+// ps_sync: the survivor is blocked on the shard, waiting for a round the dead worker will never
+// push. It learns of the death from the scheduler (the job fails) within the heartbeat
+// deadline and ends naming the dead worker, instead of waiting out the shard's deadline and
+// ending with a bare DEADLINE_EXCEEDED.
+TEST_F(Lifecycle, APsSyncWorkerThatDiesEndsTheSurvivorWithinTheHeartbeatDeadline) {
+  sched_.Start(dir_ + "/scheduler", 0, {"--heartbeat-timeout", "2s"});
+  auto submitted = RunHerd(
+      {"job", "submit", SpecFile("psdeath", "ps_sync", 1, 60000), "--scheduler", sched_.address()});
+  ASSERT_EQ(submitted.rc, 0) << submitted.out;
+  const pid_t w0 = Worker("psdeath", 0), w1 = Worker("psdeath", 1), s0 = Server("psdeath");
+  WaitForIteration3("psdeath");
+  const auto killed_at = std::chrono::steady_clock::now();
+  ::kill(w1, SIGKILL);
+  EXPECT_EQ(ExitCode(w0, 60), 1) << ReadFile(Log("w0"));
+  const auto took = std::chrono::steady_clock::now() - killed_at;
+  // Death declared within 2.2 s, heard at the next heartbeat (every 2/3 s): 8 s leaves room for
+  // a loaded machine and is far below the shard's round deadline (the worker's --timeout, 120 s).
+  EXPECT_LT(took, std::chrono::seconds(8)) << "the survivor stops within the heartbeat deadline";
+  const std::string out = ReadFile(Log("w0"));
+  EXPECT_NE(out.find("worker 'w1' (rank 1) declared dead"), std::string::npos) << out;
+  EXPECT_EQ(out.find("Deadline Exceeded"), std::string::npos) << out;
+  EXPECT_EQ(ExitCode(s0, 30), 1) << ReadFile(Log("server"));
+}
+
+// A shard killed and restarted on its state directory without a fixed port gets a new port and
+// registers it; the workers, finding the old address UNAVAILABLE, look it up in the plan and
+// finish the job there.
+TEST_F(Lifecycle, AShardRestartedOnANewPortIsFoundThroughThePlan) {
+  sched_.Start(dir_ + "/scheduler", 0, {"--heartbeat-timeout", "3s"});
+  auto submitted = RunHerd(
+      {"job", "submit", SpecFile("moved", "ps_sync", 1, 12000), "--scheduler", sched_.address()});
+  ASSERT_EQ(submitted.rc, 0) << submitted.out;
+  const std::vector<std::string> shard = {
+      "server",  "--scheduler",         sched_.address(), "--job",       "moved",
+      "--state", dir_ + "/shard-moved", "--listen",       "127.0.0.1:0", "--register-timeout",
+      "30"};
+  const pid_t w0 = Worker("moved", 0), w1 = Worker("moved", 1);
+  const pid_t s0 = Spawn(shard, "server");
+  WaitForIteration3("moved");
+  ::kill(s0, SIGKILL);
+  ::waitpid(s0, nullptr, 0);
+  const pid_t s1 = Spawn(shard, "server-again");
+  EXPECT_EQ(ExitCode(w0, 120), 0) << ReadFile(Log("w0")) << ReadFile(Log("server-again"));
+  EXPECT_EQ(ExitCode(w1, 60), 0) << ReadFile(Log("w1"));
+  EXPECT_EQ(ExitCode(s1, 30), 0) << ReadFile(Log("server-again"));
+  EXPECT_NE(ReadFile(Log("w0")).find("(the plan says so); reconnecting"), std::string::npos)
+      << ReadFile(Log("w0"));
+  EXPECT_NE(Status("moved").find("COMPLETED"), std::string::npos) << Status("moved");
 }
 
 }  // namespace
