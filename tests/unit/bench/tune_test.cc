@@ -45,6 +45,24 @@ TEST(Tune, FastestPerSizeBoundsAtTheGeometricMeanLastOneOpenEnded) {
   EXPECT_EQ(rules[2].up_to_bytes, coll::kUnbounded);
 }
 
+TEST(Tune, APickWithinTenPercentOfTheFastestStays) {
+  const std::vector<BenchResult> results = {
+      Herd(BenchOp::kReduceScatter, "rh", 1024, 1.0e-5),
+      Herd(BenchOp::kReduceScatter, "oneshot", 1024, 2.0e-5),
+      // oneshot 5 % faster here: rh stays.
+      Herd(BenchOp::kReduceScatter, "rh", 4096, 2.1e-5),
+      Herd(BenchOp::kReduceScatter, "oneshot", 4096, 2.0e-5),
+      // ring 20 % faster: it takes over.
+      Herd(BenchOp::kReduceScatter, "rh", 16384, 6.0e-5),
+      Herd(BenchOp::kReduceScatter, "ring", 16384, 5.0e-5),
+  };
+  const auto rules = RulesFromResults(results, 4, 4);
+  ASSERT_EQ(rules.size(), 2u);
+  EXPECT_EQ(rules[0].algorithm, coll::Algorithm::kRecursiveHalving);
+  EXPECT_EQ(rules[0].up_to_bytes, 8192u);
+  EXPECT_EQ(rules[1].algorithm, coll::Algorithm::kRing);
+}
+
 TEST(Tune, MergeKeepsOtherRankCountsAndRefusesABadFile) {
   auto dir = TempDir::Create("herd-tune-test");
   ASSERT_TRUE(dir.ok());
