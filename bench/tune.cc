@@ -14,28 +14,46 @@ namespace herd::bench {
 
 namespace coll = collectives;
 
+// A new size's fastest algorithm replaces the previous size's pick only when that pick is more
+// than 10 % slower: the spread between rounds of one cell on this shared machine.
+constexpr double kSwitchMargin = 1.10;
+
 std::vector<coll::DecisionRule> RulesFromResults(const std::vector<BenchResult>& results, int ranks,
                                                  size_t dtype_bytes) {
-  // op -> size -> (time, algorithm) of the fastest so far.
-  std::map<coll::CollectiveOp, std::map<size_t, std::pair<double, coll::Algorithm>>> best;
+  // op -> size -> algorithm -> time.
+  std::map<coll::CollectiveOp, std::map<size_t, std::map<coll::Algorithm, double>>> times;
   for (const BenchResult& r : results) {
     if (r.impl != "herd" || r.algo == "auto" || !r.measured()) continue;
     auto op = coll::ParseCollectiveOp(r.op);
     auto algo = coll::ParseAlgorithm(r.algo);
     if (!op.ok() || !algo.ok()) continue;  // alltoall has no table
-    auto& cell = best[*op];
-    auto it = cell.find(r.bytes);
-    if (it == cell.end() || r.time_us < it->second.first) cell[r.bytes] = {r.time_us, *algo};
+    times[*op][r.bytes][*algo] = r.time_us;
   }
   std::vector<coll::DecisionRule> rules;
-  for (const auto& [op, by_size] : best) {
-    for (auto it = by_size.begin(); it != by_size.end(); ++it) {
-      auto next = std::next(it);
-      if (next != by_size.end() && next->second.second == it->second.second) continue;
-      coll::DecisionRule rule{op, ranks, dtype_bytes, coll::kUnbounded, it->second.second};
-      if (next != by_size.end()) {
-        rule.up_to_bytes = static_cast<size_t>(
-            std::sqrt(static_cast<double>(it->first) * static_cast<double>(next->first)));
+  for (const auto& [op, by_size] : times) {
+    // The pick per size, with hysteresis: the previous size's pick stays while it is within
+    // kSwitchMargin of the fastest here, so that noise between near-equal algorithms does not
+    // make the table switch back and forth.
+    std::vector<std::pair<size_t, coll::Algorithm>> picks;
+    for (const auto& [bytes, by_algo] : by_size) {
+      auto fastest =
+          std::min_element(by_algo.begin(), by_algo.end(),
+                           [](const auto& a, const auto& b) { return a.second < b.second; });
+      coll::Algorithm pick = fastest->first;
+      if (!picks.empty()) {
+        auto kept = by_algo.find(picks.back().second);
+        if (kept != by_algo.end() && kept->second <= kSwitchMargin * fastest->second) {
+          pick = kept->first;
+        }
+      }
+      picks.emplace_back(bytes, pick);
+    }
+    for (size_t i = 0; i < picks.size(); ++i) {
+      if (i + 1 < picks.size() && picks[i + 1].second == picks[i].second) continue;
+      coll::DecisionRule rule{op, ranks, dtype_bytes, coll::kUnbounded, picks[i].second};
+      if (i + 1 < picks.size()) {
+        rule.up_to_bytes = static_cast<size_t>(std::sqrt(static_cast<double>(picks[i].first) *
+                                                         static_cast<double>(picks[i + 1].first)));
       }
       rules.push_back(rule);
     }

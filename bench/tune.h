@@ -13,8 +13,10 @@
 namespace herd::bench {
 
 // For each operation with a decision table (allreduce, reduce_scatter, allgather, broadcast,
-// reduce) among `results` (herd's, not "auto"): the fastest algorithm at each measured size;
-// consecutive sizes with the same winner make one rule; where the winner changes between sizes
+// reduce) among `results` (herd's, not "auto"): the fastest algorithm at each measured size,
+// except that the previous size's pick stays while it is within 10 % of the fastest (noise
+// between near-equal algorithms must not make the table zig-zag); consecutive sizes with the
+// same pick make one rule; where the winner changes between sizes
 // a and b the bound is sqrt(a b) (the sizes are a geometric series), and the winner at the
 // largest size extends to every larger one. Unmeasured results are ignored.
 std::vector<collectives::DecisionRule> RulesFromResults(const std::vector<BenchResult>& results,

@@ -264,9 +264,9 @@ TEST(DecisionTable, CompiledInTableCoversTheMeasuredRankCounts) {
   }
 }
 
-TEST(DecisionTable, EnvironmentFileIsReadAndABadOneIsAnError) {
-  // The environment is read once per process: this test sets the table explicitly instead and
-  // checks that it wins over the environment, then restores the default.
+TEST(DecisionTable, AnExplicitTableWinsAndNullRestoresTheDefault) {
+  // $HERD_COLLECTIVES_TABLE is read once per process (and unset in the tests): the explicit
+  // table must win, and clearing it must give the compiled-in one back.
   auto table = DecisionTable::Parse("allreduce 2 4 inf oneshot\n", "t");
   ASSERT_TRUE(table.ok());
   SetActiveDecisionTable(std::make_shared<const DecisionTable>(*table));
@@ -338,9 +338,9 @@ TEST_P(AutoPicks, EveryAlgorithmAutoCanPickGivesCorrectResults) {
 INSTANTIATE_TEST_SUITE_P(Collectives, AutoPicks, ::testing::Values(2, 3, 4, 5, 8),
                          [](const auto& info) { return absl::StrFormat("P%d", info.param); });
 
-TEST(AutoPicks, ABadTableIsTheCallsErrorAndNothingIsSent) {
-  // A table whose pick the operation cannot run cannot be built (Parse refuses it), so the
-  // error a call can meet is the table's own: exercised through ResolveAuto's comm check.
+// Options are checked before the table is consulted, and the error names "auto". (A table
+// whose pick an operation cannot run cannot be built: Parse refuses it, tested above.)
+TEST(AutoPicks, BadOptionsAreInvalidArgumentNamingAuto) {
   AllReduceOptions o;
   o.count = 4;
   std::vector<float> data(4);

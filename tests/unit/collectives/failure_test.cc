@@ -116,8 +116,37 @@ std::vector<KillCase> KillCases() {
     o.timeout = kShortTimeout;
     return PairwiseAllToAll(o);
   };
+  auto allreduce = [](Algorithm a) {
+    return [a](Communicator& comm) {
+      std::vector<float> data(3000, 1.0f);
+      AllReduceOptions o;
+      o.comm = &comm;
+      o.data = data.data();
+      o.count = data.size();
+      o.timeout = kShortTimeout;
+      return AllReduce(o, a);
+    };
+  };
+  auto reduce_scatter_by = [](Algorithm a) {
+    return [a](Communicator& comm) {
+      std::vector<float> data(3000, 1.0f);
+      ReduceScatterOptions o;
+      o.comm = &comm;
+      o.data = data.data();
+      o.count = data.size();
+      o.timeout = kShortTimeout;
+      return ReduceScatter(o, a);
+    };
+  };
   return {
       {"RingAllReduce", 4, 2, 20, RingAllReduceOp(100000, 1024)},
+      // P = 5 and 6: a fold partner or an extra rank dies; every result needs every rank.
+      {"RecursiveDoublingAllReduce", 5, 4, 1, allreduce(Algorithm::kRecursiveDoubling)},
+      {"RecursiveHalvingAllReduce", 6, 1, 2, allreduce(Algorithm::kRecursiveHalving)},
+      {"OneShotAllReduce", 4, 3, 1, allreduce(Algorithm::kOneShot)},
+      {"RecursiveHalvingReduceScatter", 5, 0, 1, reduce_scatter_by(Algorithm::kRecursiveHalving)},
+      {"OneShotReduceScatter", 4, 1, 1, reduce_scatter_by(Algorithm::kOneShot)},
+      {"OneShotAllGather", 4, 2, 1, allgather(Algorithm::kOneShot)},
       {"RingReduceScatter", 5, 0, 5, reduce_scatter},
       {"LinearPipelineAllReduce", 4, 1, 10, lp_allreduce},
       // Chain 0 -> 1 -> 2 -> 3: rank 3 depends on the victim.
@@ -171,7 +200,8 @@ TEST_P(KillTest, SurvivorsFailWithinTheDeadline) {
   EXPECT_GE(naming_victim, 1) << "no survivor named " << victim;
 }
 
-INSTANTIATE_TEST_SUITE_P(Collectives, KillTest, ::testing::Range(0, 9),
+INSTANTIATE_TEST_SUITE_P(Collectives, KillTest,
+                         ::testing::Range(0, static_cast<int>(KillCases().size())),
                          [](const auto& info) { return KillCases()[info.param].name; });
 
 TEST(FailureTest, AbsentRankMeansDeadlineExceededNamingAPeer) {

@@ -180,25 +180,26 @@ TEST_F(ValidationTest, AllToAllBuffersMustNotOverlap) {
 TEST_F(ValidationTest, UnsupportedAlgorithmListsTheSupportedOnes) {
   AllReduceOptions o = AllReduceOk();
   ExpectRejected(AllReduce(o, Algorithm::kBruck),
-                 {"all-reduce", "'bruck'", "ring, lp, tree, native"});
+                 {"all-reduce", "'bruck'", "auto, ring, lp, tree, rd, rh, oneshot, native"});
   AllGatherOptions g;
   g.comm = comm_.get();
-  ExpectRejected(AllGather(g, Algorithm::kLinearPipeline), {"ring, rd, bruck, native"});
+  ExpectRejected(AllGather(g, Algorithm::kLinearPipeline), {"auto, ring, rd, bruck, oneshot, native"});
   ReduceScatterOptions rs;
   rs.comm = comm_.get();
-  ExpectRejected(ReduceScatter(rs, Algorithm::kBinomialTree), {"'tree'", "ring, native"});
+  ExpectRejected(ReduceScatter(rs, Algorithm::kBinomialTree), {"'tree'", "auto, ring, rh, oneshot, native"});
   BroadcastOptions b;
   b.comm = comm_.get();
-  ExpectRejected(Broadcast(b, Algorithm::kRing), {"broadcast", "lp, tree"});
+  ExpectRejected(Broadcast(b, Algorithm::kRing), {"broadcast", "auto, lp, tree"});
   ReduceOptions r;
   r.comm = comm_.get();
-  ExpectRejected(Reduce(r, Algorithm::kNative), {"reduce", "'native'", "lp, tree"});
+  ExpectRejected(Reduce(r, Algorithm::kNative), {"reduce", "'native'", "auto, lp, tree"});
 }
 
 TEST(AlgorithmNames, ParseAndPrintRoundTrip) {
   for (Algorithm a :
        {Algorithm::kRing, Algorithm::kLinearPipeline, Algorithm::kRecursiveDoubling,
-        Algorithm::kBruck, Algorithm::kBinomialTree, Algorithm::kPairwise, Algorithm::kNative}) {
+        Algorithm::kBruck, Algorithm::kBinomialTree, Algorithm::kPairwise, Algorithm::kNative,
+        Algorithm::kRecursiveHalving, Algorithm::kOneShot, Algorithm::kAuto}) {
     auto parsed = ParseAlgorithm(AlgorithmName(a));
     ASSERT_TRUE(parsed.ok()) << parsed.status();
     EXPECT_EQ(*parsed, a);
