@@ -64,6 +64,9 @@ absl::StatusOr<herd::v1::CheckpointManifest> ReadManifest(Env& env, const std::s
         absl::StrFormat("%s: format version %d; this herd reads versions 1 to %d", file,
                         manifest->format_version(), kFormatVersion));
   }
+  if (absl::Status s = CheckFileNames(*manifest); !s.ok()) {
+    return absl::DataLossError(absl::StrFormat("%s: %s", file, s.message()));
+  }
   return manifest;
 }
 

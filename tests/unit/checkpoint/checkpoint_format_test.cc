@@ -184,6 +184,13 @@ TEST(CheckpointCommit, RefusesBadRequests) {
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(s.message(), HasSubstr("worker-1.state"));
   EXPECT_FALSE(PosixEnv().Exists(dir->path() + "/it-00000002"));
+  // A file outside the checkpoint's directory, or two files of one process, are refused.
+  m.mutable_files(1)->set_file("../worker-1.state");
+  EXPECT_EQ(Commit(PosixEnv(), dir->path(), m).code(), absl::StatusCode::kInvalidArgument);
+  *m.mutable_files(1) = *file;
+  s = Commit(PosixEnv(), dir->path(), m);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("two files"));
   ASSERT_TRUE(Abort(PosixEnv(), dir->path(), "it-00000002").ok());
   EXPECT_FALSE(PosixEnv().Exists(dir->path() + "/.tmp-it-00000002"));
 }
