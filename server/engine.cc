@@ -232,6 +232,7 @@ absl::StatusOr<Pulled> Engine::Pull(std::string_view job, int worker, KeyId key,
 absl::Status Engine::CompleteRoundLocked(KeyState& ks, KeyId key) {
   ++ks.version;
   ++ks.rounds_since_write;
+  if (ks.version == capture_version_.load()) CaptureLocked(ks, key);
   rounds_.fetch_add(1, std::memory_order_relaxed);
   const auto& d = config_.durability;
   absl::Status st;
@@ -305,6 +306,10 @@ absl::StatusOr<int> Engine::WriteAll() {
 
 void Engine::Shutdown() {
   shutdown_.store(true);
+  {
+    std::lock_guard<std::mutex> lock(capture_mu_);
+    capture_cv_.notify_all();
+  }
   for (auto& [key, ks] : keys_) {
     std::lock_guard<std::mutex> lock(ks->mu);
     ks->cv.notify_all();

@@ -36,11 +36,9 @@
 #include "common/deadline.h"
 #include "server/key_record.h"
 #include "server/shard_config.h"
+#include "server/shard_extents.h"  // ShardProcess
 
 namespace herd::server {
-
-// "shard-1": the process name of a shard's checkpoint state.
-std::string ShardProcess(int shard);
 
 struct PushArgs {
   std::string_view job;
@@ -115,7 +113,7 @@ class Engine {
   //   shard/mode, shard/workers, shard/version (the version the export is as of; ps_async:
   //   the highest key version), shard/keys (one line per key: "<tensor> <offset> <count>"),
   //   clocks/<t>@<offset>  (ps_async: the key's per-worker clocks, comma-separated),
-  //   version/<t>@<offset> (each key's version), step/<t>@<offset> (Adam's step count).
+  //   version/<t>@<offset> (each key's version; Adam's step count is the version).
   //
   // ps_sync and ps_ec: the state as of `version` (every key at version `version`, i.e. right
   // after round version-1 completed): keys already there are copied at once (under their
@@ -133,12 +131,14 @@ class Engine {
   // holds it (a checkpoint of a collective mode), from the workers' replicated state (the
   // same names). Rules: parameters and optimizer slots as they are; versions: the old
   // version (ps_sync/ps_ec all keys, ps_async the version of the old key holding the first
-  // element); ps_async clocks kept at the same worker count and shard map, else every clock
-  // restarts at 0 (the workers' executors do the same); ps_ec's residual is scaled by
+  // element); ps_async's clocks restart at 0 (its export is no cut the workers share: the
+  // workers' executors restart theirs too; staleness is relative, and the parameters hold
+  // every acknowledged push); ps_ec's residual is scaled by
   // new workers / old workers, so the averaged update it adds is conserved. Keys become
-  // initialised. Errors (the engine then unchanged): NOT_FOUND for a key whose parameters
-  // nobody holds, FAILED_PRECONDITION for state of another length, DATA_LOSS for a
-  // "shard/keys" that does not parse.
+  // initialised and are written as the durability policy writes rounds. Errors (the engine
+  // then unchanged): NOT_FOUND for a key whose parameters nobody holds (ps_sync, ps_async),
+  // FAILED_PRECONDITION for state of another length, DATA_LOSS for a "shard/keys" that does
+  // not parse or old shards that cover a key's elements only in part.
   absl::Status ImportState(const checkpoint::StateSource& from);
   EngineStats Stats() const;
 
@@ -184,6 +184,17 @@ class Engine {
   const ShardConfig config_;
 
  private:
+  // A key's state as ExportState copies it.
+  struct KeyCopy {
+    int64_t version = 0;
+    std::vector<float> params, slot0, slot1, epsilon;
+    std::vector<int64_t> clocks;
+  };
+  // ExportState's capture of ps_sync / ps_ec keys at capture_version_ (engine_state.cc): by
+  // ExportState for keys already there, by CompleteRoundLocked for the others.
+  void CaptureLocked(const KeyState& ks, KeyId key);
+  checkpoint::ProcessState StateOf(const std::map<KeyId, KeyCopy>& copies, int64_t version) const;
+
   absl::Status CheckWorker(int worker) const;
   absl::Status WriteLocked(KeyState& ks, KeyId key);
 
@@ -195,6 +206,12 @@ class Engine {
   mutable std::mutex failure_mu_;
   absl::Status failure_;
   std::atomic<int64_t> pushes_{0}, pulls_{0}, rejected_{0}, rounds_{0}, writes_{0};
+
+  std::mutex export_mu_;                      // one ExportState at a time
+  std::atomic<int64_t> capture_version_{-1};  // -1: no capture under way
+  std::mutex capture_mu_;                     // after a key's mutex, never before
+  std::condition_variable capture_cv_;
+  std::map<KeyId, KeyCopy> captured_;
 };
 
 }  // namespace herd::server

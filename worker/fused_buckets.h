@@ -20,6 +20,7 @@ class FusedBuckets {
 
   int buckets() const { return static_cast<int>(buckets_.size()); }
   int BucketOf(int tensor) const { return bucket_of_[tensor]; }
+  size_t CountOf(int tensor) const { return count_[tensor]; }
   // The bucket's tensors, in forward order.
   std::span<const int> TensorsOf(int bucket) const { return buckets_[bucket].tensors; }
   float* data(int bucket) { return buckets_[bucket].buffer.data(); }

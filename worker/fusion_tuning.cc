@@ -2,10 +2,14 @@
 
 #include <algorithm>
 
-#include "common/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "algorithms/collectives/allreduce.h"
 #include "common/logging.h"
+#include "common/status.h"
 
 namespace herd::worker {
 namespace {
@@ -69,6 +73,34 @@ absl::StatusOr<std::optional<size_t>> FusionTuning::OnIterationBoundary(
   threshold_ = next;
   if (!changed) return std::optional<size_t>();
   return std::optional<size_t>(next);
+}
+
+void FusionTuning::ExportState(std::map<std::string, std::string>& values) const {
+  std::vector<std::string> trials;
+  for (const fusion::FusionTuner::Trial& t : tuner_.history()) {
+    trials.push_back(absl::StrFormat("%d:%.17g", t.threshold, t.throughput));
+  }
+  values["fusion/trials"] = absl::StrJoin(trials, ",");
+  values["fusion/threshold"] = absl::StrCat(threshold_);
+}
+
+bool FusionTuning::ImportState(const std::string& trials) {
+  fusion::FusionTuner tuner(TunerOptionsFrom(settings_));
+  for (const std::string& item :
+       std::vector<std::string>(absl::StrSplit(trials, ',', absl::SkipEmpty()))) {
+    std::vector<std::string> pair = absl::StrSplit(item, ':');
+    size_t threshold = 0;
+    double throughput = 0;
+    if (pair.size() != 2 || !absl::SimpleAtoi(pair[0], &threshold) ||
+        !absl::SimpleAtod(pair[1], &throughput)) {
+      return false;
+    }
+    tuner.Report(threshold, throughput);
+  }
+  tuner_ = std::move(tuner);
+  threshold_ = tuner_.settled() ? tuner_.best() : tuner_.Next();
+  boundary_in_trial_ = 0;
+  return true;
 }
 
 }  // namespace herd::worker

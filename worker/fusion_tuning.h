@@ -11,8 +11,10 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "algorithms/fusion/tuner.h"
@@ -35,6 +37,16 @@ class FusionTuning {
   // iteration must use when it changes.
   absl::StatusOr<std::optional<size_t>> OnIterationBoundary(
       const std::function<absl::Status(std::function<absl::Status()>)>& run_collective);
+
+  // The tuner's observations and choice, as text (checkpoint values): "fusion/trials" (the
+  // measured "threshold:throughput" pairs in report order) and "fusion/threshold". Every rank
+  // has the same (they agree on each measurement).
+  void ExportState(std::map<std::string, std::string>& values) const;
+  // Replays the trials into a fresh tuner (which is deterministic: the same reports give the
+  // same proposals), so tuning goes on where it was instead of starting over; the trial that
+  // was under way starts again with its warm-up. Returns false (nothing changed) when `trials`
+  // does not parse.
+  bool ImportState(const std::string& trials);
 
  private:
   FusionSettings settings_;

@@ -8,6 +8,7 @@
 
 #include "algorithms/optim/optimizer.h"
 #include "worker/executor.h"
+#include "worker/executor_state.h"
 
 namespace herd::worker {
 
@@ -17,6 +18,16 @@ class LocalOptimizer {
   // One step of tensor `t` with gradient `grad` (t's count values).
   void Step(int t, std::span<const float> grad);
 
+  // Saved state: the slots as "<optim::SlotKind>/<tensor>" ("momentum/fc1.weight",
+  // "adam_m/...", "adam_v/...") and the step count as the value "step/<tensor>" (Adam's bias
+  // correction). SGD saves nothing.
+  void ExportState(checkpoint::ProcessState& out) const;
+  // Reads the slots by `rule` (kReplicated in the synchronous modes, kAverage in the
+  // decentralized ones). A tensor whose slots `from` lacks (another optimizer, or a mode that
+  // kept none) starts fresh, step 0.
+  absl::StatusOr<ImportStep> ImportState(const checkpoint::StateSource& from, Reshard rule,
+                                         ImportWhere where);
+
  private:
   struct State {
     float* param;
@@ -25,6 +36,7 @@ class LocalOptimizer {
     int64_t step = 0;
   };
   optim::OptimizerConfig config_;
+  std::vector<ModelTensor> tensors_;
   std::vector<State> states_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_format.h"
@@ -9,6 +10,7 @@
 #include "common/logging.h"
 #include "common/status.h"
 #include "scheduler/client/job_wait.h"
+#include "worker/executor_state.h"
 #include "worker/scheduler_store.h"
 
 namespace herd::worker {
@@ -219,8 +221,12 @@ absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
         absl::StrFormat("iteration %d: worker(s) %s left job '%s'; mode %s needs all %d workers",
                         iteration, absl::StrJoin(missing, ", "), options_.job, mode, world));
   }
+  // What the old executor carried from iteration to iteration (optimizer slots, residuals,
+  // replicas, ...) goes to the new one: a switch keeps momentum and residuals instead of
+  // dropping them (checkpoint/state.h; the rules of the new mode decide what it takes).
+  std::optional<checkpoint::ProcessState> carried;
   if (executor_) {
-    HERD_RETURN_IF_ERROR(executor_->Flush());
+    HERD_ASSIGN_OR_RETURN(carried, TakeExecutorState(*executor_, rank_));
     exposed_seconds_ += executor_->TakeExposedSeconds();
     executor_.reset();
   }
@@ -256,6 +262,12 @@ absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
     if (!ended_.ok() && comm_) (void)comm_->abort(ended_);
   }
   HERD_ASSIGN_OR_RETURN(executor_, MakeExecutor(ctx));
+  if (carried) {
+    if (auto st = GiveExecutorState(*executor_, std::move(*carried), world); !st.ok()) {
+      executor_.reset();
+      return st;
+    }
+  }
   executor_key_ = plan.mode().SerializeAsString();
   if (resume_ != nullptr) {
     // The first executor of a resumed job takes the checkpoint's state (whichever mode and

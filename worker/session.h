@@ -17,9 +17,11 @@
 // Mode switches: every worker switches at the same iteration, because the scheduler only
 // accepts a switch from an iteration no worker has begun and the mode of an iteration is a
 // pure function of the job's schedule. At a new mode (or new mode parameters) the session
-// flushes the old executor, builds the communicator of the new stretch (transport::Connect,
-// keyed by the stretch's first iteration so the ranks of a stretch find each other through
-// the scheduler's store) and the new executor.
+// flushes the old executor and exports its state (optimizer slots, residuals, replicas),
+// builds the communicator of the new stretch (transport::Connect, keyed by the stretch's first
+// iteration so the ranks of a stretch find each other through the scheduler's store) and the
+// new executor, which imports that state: momentum and residuals survive the switch, by the
+// rules of docs/checkpoint.md.
 //
 // Ending: when the job ends (cancelled, or failed because of another process), the heartbeat
 // hears it within an interval and aborts the communicator, so a rank blocked in a collective

@@ -63,6 +63,8 @@ class ShardedPsClient {
   absl::StatusOr<int64_t> Pull(int64_t min_version, std::vector<std::vector<float>>* params);
   // This worker's ps_ec residual of a key (zeros before the first push).
   const std::vector<float>& residual(KeyId key) { return delta_[key]; }
+  // Puts back a residual (a checkpoint, or the executor this worker's replaces).
+  void set_residual(KeyId key, std::vector<float> values) { delta_[key] = std::move(values); }
   PsClient& shard(int id) { return *clients_[id]; }
   int shards() const { return static_cast<int>(clients_.size()); }
 

@@ -58,7 +58,25 @@ class BucketReduceExecutor final : public Executor {
 
   absl::Status Flush() override { return queue_.Drain(Deadline::After(context_.timeout)); }
 
+  absl::Status ExportState(checkpoint::ProcessState& out) const override {
+    optimizer_.ExportState(out);
+    if (reduction_.export_state) reduction_.export_state(buckets_, NextIteration(), out);
+    return absl::OkStatus();
+  }
+
+  absl::Status ImportState(const checkpoint::StateSource& from) override {
+    const ImportWhere where = WhereOf(context_);
+    std::vector<absl::StatusOr<ImportStep>> steps;
+    steps.push_back(optimizer_.ImportState(from, Reshard::kReplicated, where));
+    if (reduction_.import_state) steps.push_back(reduction_.import_state(buckets_, from, where));
+    return RunAll(std::move(steps));
+  }
+
  private:
+  int64_t NextIteration() const {
+    return iteration_ < 0 ? context_.first_iteration : iteration_ + 1;
+  }
+
   // A bucket's buffer is not touched by this thread again until EndBackward drained the queue.
   void LaunchCompleteBuckets() {
     while (next_launch_ < buckets_.buckets() && buckets_.Complete(next_launch_)) {
@@ -74,7 +92,7 @@ class BucketReduceExecutor final : public Executor {
   LocalOptimizer optimizer_;
   CommQueue queue_;  // last: its destructor drains the queue while the buffers still exist
   int next_launch_ = 0;
-  int64_t iteration_ = 0;
+  int64_t iteration_ = -1;  // begun last (-1: none yet)
 };
 
 }  // namespace

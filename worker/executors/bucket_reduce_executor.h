@@ -6,6 +6,8 @@
 // all of them and applies the optimizer to the averaged gradient in the buckets.
 //
 // What differs between the modes is the operation on one bucket: `BucketReduction` builds it.
+// Every one of them saves the local optimizer's slots (replicated: the ranks apply the same
+// update to the same averaged gradient) and whatever state its reduction keeps.
 
 #include <functional>
 #include <memory>
@@ -13,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "worker/executor.h"
+#include "worker/executor_state.h"
 #include "worker/fused_buckets.h"
 
 namespace herd::worker {
@@ -28,6 +31,14 @@ struct BucketReduction {
   std::function<std::function<absl::Status()>(int bucket, float* data, size_t count,
                                               int64_t iteration)>
       make_op;
+  // Optional: the state the closures carry from iteration to iteration (residuals, ...), for
+  // ExportState / ImportState (worker/executor_state.h). Called between iterations only, with
+  // the queue drained. `next_iteration` is the first iteration the state has not seen.
+  std::function<void(const FusedBuckets&, int64_t next_iteration, checkpoint::ProcessState&)>
+      export_state;
+  std::function<absl::StatusOr<ImportStep>(const FusedBuckets&, const checkpoint::StateSource&,
+                                           ImportWhere)>
+      import_state;
 };
 
 std::unique_ptr<Executor> MakeBucketReduceExecutor(const ExecutorContext& context,

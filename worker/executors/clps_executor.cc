@@ -6,6 +6,7 @@
 #include "common/splitmix.h"
 #include "common/status.h"
 #include "worker/executors/bucket_reduce_executor.h"
+#include "worker/fused_buckets.h"
 
 namespace herd::worker {
 
@@ -28,6 +29,25 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeClpsExecutor(const ExecutorContext
       state->delta.emplace_back(buckets.count(b), 0.0f);
       state->epsilon.emplace_back(buckets.count(b), 0.0f);
     }
+  };
+  // delta is a sender's residual ("residual": the mean at another worker count, as every
+  // mode's); epsilon holds, on each rank, only the elements of the chunks it reduces, so at
+  // another worker count every rank takes the sum (each element's one owner's value) and
+  // reads its new chunks from it.
+  r.export_state = [context, state](const FusedBuckets& buckets, int64_t,
+                                    checkpoint::ProcessState& out) {
+    const auto places = PlacesIn(buckets, context.tensors.size());
+    ExportPlaced(out, "residual", context.tensors, places, state->delta);
+    ExportPlaced(out, "reducer_residual", context.tensors, places, state->epsilon);
+  };
+  r.import_state = [context, state](const FusedBuckets& buckets,
+                                    const checkpoint::StateSource& from,
+                                    ImportWhere where) -> absl::StatusOr<ImportStep> {
+    const auto places = PlacesIn(buckets, context.tensors.size());
+    return Combine({ImportPlaced(from, "residual", Reshard::kMean, where, context.tensors, places,
+                                 &state->delta),
+                    ImportPlaced(from, "reducer_residual", Reshard::kSum, where, context.tensors,
+                                 places, &state->epsilon)});
   };
   r.make_op = [context, state, compressor](int b, float* data, size_t count, int64_t iteration) {
     lowprec::CentralizedLowPrecisionOptions o;

@@ -8,6 +8,7 @@
 #include "common/logging.h"
 #include "common/status.h"
 #include "worker/comm_queue.h"
+#include "worker/executor_state.h"
 #include "worker/executors/wait_timer.h"
 #include "worker/fused_buckets.h"
 #include "worker/fusion_tuning.h"
@@ -102,6 +103,26 @@ class DearExecutor final : public Executor {
   absl::Status Flush() override {
     if (!gathering_) return queue_.Drain(Deadline::After(context_.timeout));
     return CompleteThrough(buckets_->buckets() - 1);
+  }
+
+  // The optimizer's slots (replicated) and the tuner's observations; the buckets are not state
+  // (the tuned threshold is, and rebuilds them).
+  absl::Status ExportState(checkpoint::ProcessState& out) const override {
+    optimizer_.ExportState(out);
+    if (tuning_) tuning_->ExportState(out.values);
+    return absl::OkStatus();
+  }
+
+  absl::Status ImportState(const checkpoint::StateSource& from) override {
+    const ImportWhere where = WhereOf(context_);
+    HERD_RETURN_IF_ERROR(RunAll({optimizer_.ImportState(from, Reshard::kReplicated, where)}));
+    if (!tuning_) return absl::OkStatus();
+    if (std::optional<std::string> trials = ReadValue(from, "fusion/trials", where)) {
+      if (tuning_->ImportState(*trials) && tuning_->threshold() != threshold_) {
+        Rebucket(tuning_->threshold());
+      }
+    }
+    return absl::OkStatus();
   }
 
  private:

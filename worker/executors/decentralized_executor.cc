@@ -4,6 +4,7 @@
 #include "algorithms/decentralized/full_precision.h"
 #include "common/status.h"
 #include "worker/comm_queue.h"
+#include "worker/executor_state.h"
 #include "worker/executors/flat_model.h"
 #include "worker/executors/plan_peers.h"
 #include "worker/executors/wait_timer.h"
@@ -64,6 +65,18 @@ class DecentralizedExecutor final : public Executor {
   }
 
   absl::Status Flush() override { return queue_.Drain(Deadline::After(context_.timeout)); }
+
+  // The model is the parameters (the session's), which differ per rank: marked so, they import
+  // averaged at another worker count; so do the optimizer's slots.
+  absl::Status ExportState(checkpoint::ProcessState& out) const override {
+    optimizer_.ExportState(out);
+    out.values[std::string(kPerRankModels)] = "1";
+    return absl::OkStatus();
+  }
+
+  absl::Status ImportState(const checkpoint::StateSource& from) override {
+    return RunAll({optimizer_.ImportState(from, Reshard::kAverage, WhereOf(context_))});
+  }
 
  private:
   ExecutorContext context_;

@@ -1,11 +1,13 @@
 #include "worker/executors/decentralized_lp_executor.h"
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "algorithms/compression/compressor.h"
 #include "algorithms/decentralized/low_precision.h"
 #include "common/splitmix.h"
 #include "common/status.h"
 #include "worker/comm_queue.h"
+#include "worker/executor_state.h"
 #include "worker/executors/flat_model.h"
 #include "worker/executors/plan_peers.h"
 #include "worker/executors/wait_timer.h"
@@ -20,8 +22,7 @@ class DecentralizedLpExecutor final : public Executor {
                           compression::Compressor compressor)
       : context_(c),
         model_(c.tensors),
-        self_(model_.count()),
-        replicas_(peers.size(), std::vector<float>(model_.count())),
+        replicas_(peers.size() + 1, std::vector<float>(model_.count())),
         grads_(c.tensors),
         optimizer_(c.optimizer, c.tensors),
         queue_(c.timeline) {
@@ -30,8 +31,10 @@ class DecentralizedLpExecutor final : public Executor {
     options_.data = model_.data();
     options_.count = model_.count();
     options_.peers = std::move(peers);
-    options_.self_replica = self_.data();
-    for (auto& r : replicas_) options_.peer_replicas.push_back(r.data());
+    options_.self_replica = replicas_[0].data();
+    for (size_t i = 1; i < replicas_.size(); ++i) {
+      options_.peer_replicas.push_back(replicas_[i].data());
+    }
     options_.compressor = compressor;
   }
 
@@ -80,7 +83,44 @@ class DecentralizedLpExecutor final : public Executor {
 
   absl::Status Flush() override { return queue_.Drain(Deadline::After(context_.timeout)); }
 
+  // The optimizer's slots, per rank; the replicas as "replica/<t>@<owner>" (this worker's copy
+  // of rank owner's model as its neighbours know it: itself and its ring neighbours). The
+  // model itself is the parameters (the session's), marked per rank.
+  absl::Status ExportState(checkpoint::ProcessState& out) const override {
+    optimizer_.ExportState(out);
+    out.values[std::string(kPerRankModels)] = "1";
+    for (size_t i = 0; i < replicas_.size(); ++i) {
+      ExportPlaced(out, "replica", context_.tensors, PlacesOf(i), replicas_,
+                   absl::StrCat("@", Owner(i)));
+    }
+    return absl::OkStatus();
+  }
+
+  // At the same worker count the replicas come back as they were (a resume continues bit for
+  // bit); at another, the ring's neighbours changed and the replicas keep what Start()
+  // exchanged: the neighbours' current models.
+  absl::Status ImportState(const checkpoint::StateSource& from) override {
+    const ImportWhere where = WhereOf(context_);
+    std::vector<absl::StatusOr<ImportStep>> steps;
+    steps.push_back(optimizer_.ImportState(from, Reshard::kAverage, where));
+    if (from.workers() == where.world) {
+      for (size_t i = 0; i < replicas_.size(); ++i) {
+        steps.push_back(ImportPlaced(from, "replica", Reshard::kAverage, where, context_.tensors,
+                                     PlacesOf(i), &replicas_, absl::StrCat("@", Owner(i))));
+      }
+    }
+    return RunAll(std::move(steps));
+  }
+
  private:
+  // Replica i: 0 is this worker's own, i >= 1 its peer i-1's.
+  int Owner(size_t i) const { return i == 0 ? context_.rank : options_.peers[i - 1]; }
+  std::vector<TensorPlace> PlacesOf(size_t i) const {
+    std::vector<TensorPlace> places = FlatPlaces(context_.tensors);
+    for (TensorPlace& p : places) p.buffer = static_cast<int>(i);
+    return places;
+  }
+
   // On the communication thread (where every collective of a worker runs), waited for.
   absl::Status Run(std::string name, CommQueue::Op op) {
     WaitTimer timer(&exposed_seconds_, context_.timeline, "wait " + name);
@@ -90,8 +130,7 @@ class DecentralizedLpExecutor final : public Executor {
 
   ExecutorContext context_;
   FlatModel model_;
-  std::vector<float> self_;
-  std::vector<std::vector<float>> replicas_;
+  std::vector<std::vector<float>> replicas_;  // this worker's own, then its peers', in order
   IterationGradients grads_;
   LocalOptimizer optimizer_;
   CommQueue queue_;

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "algorithms/compression/compressor.h"
 #include "common/status.h"
 #include "plan/modes.h"
 #include "server/client/sharded_client.h"
+#include "worker/executor_state.h"
 #include "worker/executors/wait_timer.h"
 #include "worker/local_optimizer.h"
 
@@ -113,7 +115,53 @@ class PsExecutor final : public Executor {
 
   absl::Status Flush() override { return absl::OkStatus(); }
 
+  // ps_sync and ps_ec: "ps/version", the shards' version this worker pushes next (a resumed
+  // ps_ec worker, which never pulls first, starts there). ps_async: "ps/clock", this worker's
+  // clock, for inspection only: clocks restart at 0 on import, on the shards as here
+  // (server/engine.h). ps_ec also keeps the local optimizer's slots and its residual per key,
+  // saved per tensor ("residual/<t>", the sender residual of every compressing mode).
+  absl::Status ExportState(checkpoint::ProcessState& out) const override {
+    out.values[mode_ == PsMode::kAsync ? "ps/clock" : "ps/version"] = absl::StrCat(round_);
+    if (mode_ != PsMode::kEc) return absl::OkStatus();
+    optimizer_.ExportState(out);
+    std::vector<std::vector<float>> residuals;
+    for (const ModelTensor& t : context_.tensors) residuals.emplace_back(t.count, 0.0f);
+    for (const auto& e : context_.plan.shards()) {
+      const std::vector<float>& r = client_->residual(server::KeyId{e.tensor(), e.chunk()});
+      if (r.size() == static_cast<size_t>(e.count())) {
+        std::copy(r.begin(), r.end(), residuals[e.tensor()].begin() + e.offset());
+      }
+    }
+    ExportPlaced(out, "residual", context_.tensors, FlatPerTensor(), residuals);
+    return absl::OkStatus();
+  }
+
+  absl::Status ImportState(const checkpoint::StateSource& from) override {
+    if (mode_ != PsMode::kEc) return absl::OkStatus();
+    const ImportWhere where = WhereOf(context_);
+    std::vector<std::vector<float>> residuals;
+    for (const ModelTensor& t : context_.tensors) residuals.emplace_back(t.count, 0.0f);
+    HERD_RETURN_IF_ERROR(RunAll({optimizer_.ImportState(from, Reshard::kReplicated, where),
+                                 ImportPlaced(from, "residual", Reshard::kMean, where,
+                                              context_.tensors, FlatPerTensor(), &residuals)}));
+    for (const auto& e : context_.plan.shards()) {
+      const auto& r = residuals[e.tensor()];
+      client_->set_residual(
+          server::KeyId{e.tensor(), e.chunk()},
+          std::vector<float>(r.begin() + e.offset(), r.begin() + e.offset() + e.count()));
+    }
+    if (std::optional<int64_t> version = ReadIntValue(from, "ps/version", where)) round_ = *version;
+    return absl::OkStatus();
+  }
+
  private:
+  // Tensor t in buffer t, from its start.
+  std::vector<TensorPlace> FlatPerTensor() const {
+    std::vector<TensorPlace> places;
+    for (size_t t = 0; t < context_.tensors.size(); ++t) places.push_back({static_cast<int>(t), 0});
+    return places;
+  }
+
   void CopyAnswersToParams() {
     for (size_t t = 0; t < answers_.size(); ++t) {
       std::memcpy(context_.tensors[t].param, answers_[t].data(),

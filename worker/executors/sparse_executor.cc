@@ -2,11 +2,16 @@
 
 #include <vector>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "algorithms/sparse/sparse_allreduce.h"
 #include "common/status.h"
+#include "worker/executor_state.h"
 #include "worker/executors/bucket_reduce_executor.h"
 #include "worker/executors/density_warmup.h"
+#include "worker/fused_buckets.h"
 
 namespace herd::worker {
 namespace {
@@ -44,6 +49,48 @@ absl::StatusOr<int> TeamsOf(const ExecutorContext& c) {
   return teams;
 }
 
+// Iterations of the sparse stretch done so far (density_warmup.h): a resumed or switched-to
+// sparse mode goes on with the warm-up where it was, not from its start.
+constexpr std::string_view kWarmupKey = "density_warmup/iterations";
+
+// B-SAG's state adapts per bucket; a bucket is named after its first tensor in forward order,
+// so another fusion layout finds the state of the bucket its first tensor was in. Kept only
+// for the same number of teams (the ratio is relative to it).
+std::string BsagKey(const ExecutorContext& c, const FusedBuckets& buckets, int b) {
+  return absl::StrCat("bsag/", c.tensors[buckets.TensorsOf(b)[0]].name);
+}
+
+void ExportBsag(const ExecutorContext& c, const FusedBuckets& buckets,
+                const std::vector<sparse::BsagState>& bsag, int teams,
+                checkpoint::ProcessState& out) {
+  for (int b = 0; b < buckets.buckets(); ++b) {
+    const sparse::BsagState& s = bsag[b];
+    if (s.direction == 0 && s.ratio == 0) continue;  // never ran
+    out.values[BsagKey(c, buckets, b)] =
+        absl::StrFormat("%d %.17g %.17g %d", teams, s.ratio, s.step, s.direction);
+  }
+}
+
+void ImportBsag(const ExecutorContext& c, const FusedBuckets& buckets,
+                const checkpoint::StateSource& from, ImportWhere where, int teams,
+                std::vector<sparse::BsagState>& bsag) {
+  for (int b = 0; b < buckets.buckets(); ++b) {
+    std::optional<std::string> text = ReadValue(from, BsagKey(c, buckets, b), where);
+    if (!text) continue;
+    std::vector<std::string> parts = absl::StrSplit(*text, ' ');
+    int saved_teams = 0, direction = 0;
+    double ratio = 0, step = 0;
+    if (parts.size() != 4 || !absl::SimpleAtoi(parts[0], &saved_teams) ||
+        !absl::SimpleAtod(parts[1], &ratio) || !absl::SimpleAtod(parts[2], &step) ||
+        !absl::SimpleAtoi(parts[3], &direction) || saved_teams != teams) {
+      continue;  // another team count, or not ours: start fresh
+    }
+    bsag[b].ratio = ratio;
+    bsag[b].step = step;
+    bsag[b].direction = direction;
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Executor>> MakeSparseExecutor(const ExecutorContext& context) {
@@ -79,6 +126,31 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeSparseExecutor(const ExecutorConte
     for (int b = 0; b < buckets.buckets(); ++b)
       state->residuals.emplace_back(buckets.count(b), 0.0f);
     state->bsag.resize(buckets.buckets());
+  };
+  r.export_state = [context, state, spardl, teams](const FusedBuckets& buckets, int64_t next,
+                                                   checkpoint::ProcessState& out) {
+    ExportPlaced(out, "residual", context.tensors, PlacesIn(buckets, context.tensors.size()),
+                 state->residuals);
+    if (state->first_iteration >= 0) {
+      out.values[std::string(kWarmupKey)] = absl::StrCat(next - state->first_iteration);
+    }
+    if (spardl) ExportBsag(context, buckets, state->bsag, teams, out);
+  };
+  r.import_state = [context, state, spardl, teams](
+                       const FusedBuckets& buckets, const checkpoint::StateSource& from,
+                       ImportWhere where) -> absl::StatusOr<ImportStep> {
+    HERD_ASSIGN_OR_RETURN(
+        ImportStep residuals,
+        ImportPlaced(from, "residual", Reshard::kMean, where, context.tensors,
+                     PlacesIn(buckets, context.tensors.size()), &state->residuals));
+    const std::optional<int64_t> warm = ReadIntValue(from, kWarmupKey, where);
+    std::vector<sparse::BsagState> bsag = state->bsag;
+    if (spardl) ImportBsag(context, buckets, from, where, teams, bsag);
+    return ImportStep([=] {
+      residuals();
+      if (warm) state->first_iteration = context.first_iteration - *warm;
+      state->bsag = bsag;
+    });
   };
   r.make_op = [context, state, spardl, d, teams](int b, float* data, size_t count,
                                                  int64_t iteration) {
