@@ -35,12 +35,11 @@ std::string MissingFiles(Env& env, const std::string& path,
   return "";
 }
 
-// Whether `path` names one checkpoint (rather than a directory of them).
+}  // namespace
+
 bool IsCheckpointPath(Env& env, const std::string& path) {
   return env.Exists(JoinPath(path, kManifestFile)) || ParseCheckpointId(BaseName(path)).has_value();
 }
-
-}  // namespace
 
 absl::StatusOr<herd::v1::CheckpointManifest> ReadManifest(Env& env, const std::string& path) {
   const std::string file = JoinPath(path, kManifestFile);

@@ -16,6 +16,10 @@
 
 namespace herd::checkpoint {
 
+// Whether `path` names one checkpoint (DIR/<id>: a MANIFEST in it, or named like an id) rather
+// than a directory of them.
+bool IsCheckpointPath(Env& env, const std::string& path);
+
 struct CheckpointInfo {
   std::string id;
   std::string path;       // DIR/<id>

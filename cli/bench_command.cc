@@ -1,16 +1,19 @@
 // `herd bench`: benchmarks beside their peers. Subcommands:
 //   collectives       herd's collectives beside OpenMPI and Gloo (bench/collectives_driver.h)
 //   collectives-rank  hidden: one rank process of the above, started by it
+//   ps                the parameter server's push and pull goodput (bench/ps/ps_bench.h)
+//   checkpoint        a checkpoint's stall, write and commit times (bench/checkpoint/)
 
 #include <cstdio>
 #include <string>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "bench/checkpoint/checkpoint_bench.h"
 #include "bench/collectives_driver.h"
 #include "bench/ps/ps_bench.h"
-#include "bench/sizes.h"
 #include "bench/rank.h"
+#include "bench/sizes.h"
 #include "bench/sweep_spec.h"
 #include "cli/command.h"
 
@@ -89,6 +92,22 @@ class BenchCommand : public Command {
                   "One JSON object per configuration (mode, durability, shards, workers, bytes, "
                   "iters, push_s, pull_s, push_gbps, pull_gbps)");
 
+    checkpoint_ = app.add_subcommand(
+        "checkpoint",
+        "What a checkpoint costs beside this machine's limits, per state size: memcpy and "
+        "write+fsync bandwidth of the directory, the training stall at the cut (staging copy + "
+        "Stage), the background write, the commit, the time until durable against 1.25 x "
+        "bytes / disk bandwidth + 0.5 s, and a verify (bench/checkpoint/checkpoint_bench.h)");
+    checkpoint_->add_option("--sizes", ckpt_sizes_, "Comma-separated state sizes")
+        ->capture_default_str();
+    checkpoint_->add_option("--dir", ckpt_options_.dir,
+                            "The checkpoint directory to measure (default: a temporary "
+                            "directory under $TMPDIR)");
+    checkpoint_->add_option("--rounds", ckpt_options_.rounds, "Rounds per size (median reported)")
+        ->check(CLI::Range(1, 20))
+        ->capture_default_str();
+    checkpoint_->add_flag("--json", ckpt_options_.json, "One JSON object per size");
+
     // Hidden (empty group): started by `collectives` only, with the same sweep flags.
     rank_ = app.add_subcommand("collectives-rank", "one rank of herd bench collectives");
     rank_->group("");
@@ -101,10 +120,23 @@ class BenchCommand : public Command {
   int Run() override {
     if (rank_->parsed()) return RunRank();
     if (ps_->parsed()) return RunPs();
+    if (checkpoint_->parsed()) return RunCheckpoint();
     return RunCollectives();
   }
 
  private:
+  int RunCheckpoint() {
+    auto sizes = bench::ParseByteSizeList(ckpt_sizes_);
+    if (!sizes.ok()) return UsageError(*checkpoint_, std::string(sizes.status().message()));
+    ckpt_options_.sizes.assign(sizes->begin(), sizes->end());
+    auto st = bench::RunCheckpointBench(ckpt_options_);
+    if (!st.ok()) {
+      std::fprintf(stderr, "herd bench checkpoint: %s\n", st.ToString().c_str());
+      return kExitFailure;
+    }
+    return kExitOk;
+  }
+
   int RunPs() {
     auto split = [](const std::string& csv) {
       return std::vector<std::string>(absl::StrSplit(csv, ',', absl::SkipEmpty()));
@@ -185,6 +217,10 @@ class BenchCommand : public Command {
   std::string ps_sizes_ = "4MiB,16MiB,64MiB,256MiB";
   std::string ps_chunk_ = "4MiB";
 
+  CLI::App* checkpoint_ = nullptr;
+  bench::CheckpointBenchOptions ckpt_options_;
+  std::string ckpt_sizes_ = "64MiB,256MiB,1GiB";
+
   bench::SweepFlags rank_sweep_;
   bench::RankFlags rank_flags_;
   transport::UcxOptions rank_ucx_;
@@ -192,7 +228,7 @@ class BenchCommand : public Command {
 
 HERD_REGISTER_COMMAND(
     BenchCommand, "bench", 60,
-    "Benchmarks: herd's collectives beside OpenMPI and Gloo; the parameter server");
+    "Benchmarks: herd's collectives beside OpenMPI and Gloo; the parameter server; checkpoints");
 
 }  // namespace
 }  // namespace herd::cli

@@ -1,0 +1,99 @@
+#include "checkpoint/export.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_format.h"
+#include "checkpoint/state_source.h"
+
+namespace herd::checkpoint {
+namespace {
+
+constexpr std::string_view kParamPrefix = "param/";
+
+// A tensor of `total` elements assembled from the extents of every process that holds part
+// of `name` (a parameter server's shards each hold a range).
+absl::StatusOr<std::vector<float>> Assemble(const CheckpointReader& reader, const std::string& name,
+                                            int64_t total) {
+  std::vector<float> out(static_cast<size_t>(total));
+  std::vector<bool> have(static_cast<size_t>(total), false);
+  for (const std::string& process : reader.processes()) {
+    if (!reader.Has(process, name)) continue;
+    auto state = reader.ReadProcess(process);
+    if (!state.ok()) return state.status();
+    for (const Extent& e : state->extents) {
+      if (e.name != name) continue;
+      if (e.dtype != DType::kFloat32 || e.total != total) {
+        return absl::FailedPreconditionError(
+            absl::StrFormat("%s of %s is %s of %d elements, expected fp32 of %d", name, process,
+                            DTypeName(e.dtype), e.total, total));
+      }
+      std::memcpy(out.data() + e.offset, e.bytes.data(), e.bytes.size());
+      std::fill(have.begin() + e.offset, have.begin() + e.offset + e.count(), true);
+    }
+  }
+  const auto missing = std::count(have.begin(), have.end(), false);
+  if (missing > 0) {
+    return absl::OutOfRangeError(absl::StrFormat(
+        "%s: %d of its %d elements are in no process of the checkpoint", name, missing, total));
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<ModelTensor>> ModelParameters(const CheckpointReader& reader) {
+  // The parameters' names and totals, in the layout's order, then in the files' order.
+  std::vector<std::string> order;
+  std::map<std::string, int64_t> totals;
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto& t : reader.manifest().layout()) {
+    order.push_back(t.name());
+    shapes[t.name()] = {t.shape().begin(), t.shape().end()};
+  }
+  for (const auto& file : reader.manifest().files()) {
+    for (const auto& e : file.extents()) {
+      if (!e.name().starts_with(kParamPrefix)) continue;
+      const std::string tensor = e.name().substr(kParamPrefix.size());
+      if (totals.emplace(tensor, e.total()).second &&
+          std::find(order.begin(), order.end(), tensor) == order.end()) {
+        order.push_back(tensor);
+      }
+    }
+  }
+  if (totals.empty()) {
+    return absl::NotFoundError(
+        absl::StrFormat("checkpoint %s holds no parameters (no param/* state)", reader.path()));
+  }
+  std::vector<ModelTensor> out;
+  for (const std::string& tensor : order) {
+    auto total = totals.find(tensor);
+    if (total == totals.end()) {
+      return absl::NotFoundError(
+          absl::StrFormat("checkpoint %s: tensor '%s' of its layout has no param/%s state",
+                          reader.path(), tensor, tensor));
+    }
+    ModelTensor t;
+    t.name = tensor;
+    const std::string name = std::string(kParamPrefix) + tensor;
+    t.values.resize(static_cast<size_t>(total->second));
+    absl::Status s = ReadReplicated(reader, name, total->second, 0, t.values);
+    if (absl::IsNotFound(s)) {
+      auto assembled = Assemble(reader, name, total->second);
+      if (!assembled.ok()) return assembled.status();
+      t.values = *std::move(assembled);
+    } else if (!s.ok()) {
+      return s;
+    }
+    t.shape = shapes[tensor];
+    int64_t elements = 1;
+    for (int64_t d : t.shape) elements *= d;
+    if (t.shape.empty() || elements != total->second) t.shape = {total->second};
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace herd::checkpoint
