@@ -142,7 +142,10 @@ void Session::MaybeRequestPreemption() {
   req.set_job(options_.job);
   req.set_preempt(true);
   req.set_who(absl::StrFormat("worker '%s' (rank %d) got SIGTERM", options_.name, rank_));
-  auto record = client_->RequestCheckpoint(req);
+  absl::StatusOr<herd::v1::CheckpointRecord> record =
+      spec_.checkpoint().dir().empty()
+          ? absl::FailedPreconditionError("the job has no checkpoint directory")
+          : client_->RequestCheckpoint(req);
   if (!record.ok()) {
     // No checkpoint can be taken (no directory, the last iteration begun): the worker stops as
     // a signal stops it, and the job fails naming why.
