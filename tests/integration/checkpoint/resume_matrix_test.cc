@@ -8,7 +8,8 @@
 //  - SIGTERM to a worker: the job checkpoints and every process exits 0; resumed, it ends as
 //    the run that never stopped;
 //  - SIGKILL while a save is being written or renamed: resume finds a whole checkpoint;
-//  - a checkpoint of another model is refused, naming the first tensor that differs.
+//  - a checkpoint of another model is refused, naming the first tensor that differs;
+//  - `herd job checkpoint --wait` on a running job.
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -191,6 +192,34 @@ TEST(Refused, ACheckpointOfAnotherModel) {
   LocalRun refused = RunLocal(cnn, other.path);
   EXPECT_EQ(refused.rc, 1) << refused.out;
   EXPECT_NE(refused.out.find("tensor #0"), std::string::npos) << refused.out;
+}
+
+// `herd job checkpoint NAME --wait` on a running job: committed at the first iteration no
+// worker had begun, shown by `herd job status`; then the job is killed and resumed from it.
+TEST(OnDemand, HerdJobCheckpointWaitsForTheCommit) {
+  const auto job = SmallJob("allreduce", 2, 6400);  // 100 iterations
+  ScratchDir run;
+  const std::string ckpt = run.path + "/ckpt";
+  std::string committed;
+  const bool held = RunLocalAndKill(
+      With(job, {"--checkpoint-dir", ckpt}), run.path,
+      [&] {
+        if (scheduler::testing::ReadFile(run.path + "/losses.txt").size() < 20) return false;
+        std::string port = scheduler::testing::ReadFile(run.path + "/state/scheduler.port");
+        while (!port.empty() && port.back() == '\n') port.pop_back();
+        auto r = scheduler::testing::RunHerd(
+            {"job", "checkpoint", "local", "--scheduler", "127.0.0.1:" + port, "--wait"});
+        committed = r.out;
+        auto status = scheduler::testing::RunHerd(
+            {"job", "status", "local", "--scheduler", "127.0.0.1:" + port});
+        committed += status.out;
+        return true;
+      },
+      std::chrono::seconds(180));
+  ASSERT_TRUE(held);
+  EXPECT_NE(committed.find("committed " + ckpt + "/it-"), std::string::npos) << committed;
+  EXPECT_NE(committed.find("last checkpoint " + ckpt + "/it-"), std::string::npos) << committed;
+  EXPECT_FALSE(Latest(ckpt).empty());
 }
 
 }  // namespace
