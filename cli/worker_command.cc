@@ -23,7 +23,8 @@
 namespace herd::cli {
 namespace {
 
-std::atomic<bool> g_sigterm{false};  // set by the SIGTERM handler, read by the session
+std::atomic<bool> g_sigterm{false};      // set by the SIGTERM handler, read by the session
+std::atomic<bool> g_preemptible{false};  // set by the session: SIGTERM is a preemption
 
 class WorkerCommand final : public Command {
  public:
@@ -110,9 +111,17 @@ class WorkerCommand final : public Command {
     s.preempt_grace = *grace;
     // SIGTERM is a preemption: the session asks for a last checkpoint and stops at it.
     struct sigaction sa = {};
-    sa.sa_handler = [](int) { g_sigterm.store(true); };
+    // Until the session says a checkpoint can be taken (or at a second SIGTERM) the signal
+    // stops the process as it always did.
+    sa.sa_handler = [](int sig) {
+      if (!g_preemptible.load() || g_sigterm.exchange(true)) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+      }
+    };
     sigaction(SIGTERM, &sa, nullptr);
     s.stop_requested = &g_sigterm;
+    s.preemptible = &g_preemptible;
     auto backend = transport::ParseBackend(transport_);
     if (!backend.ok()) return Fail(backend.status());
     s.transport = *backend;

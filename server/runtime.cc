@@ -93,6 +93,7 @@ class ShardProcess {
     // Checked before registering, so a refused start leaves no trace with the scheduler.
     if (Ended(job.state())) return EndedBeforeStart(job);
     HERD_RETURN_IF_ERROR(CheckThreads(job.spec()));
+    checkpoints_job_ = !job.spec().checkpoint().dir().empty();
     HERD_ASSIGN_OR_RETURN(herd::v1::RegisterNodeResponse reg, Register());
     shard_ = reg.rank();
     heartbeats_ = std::make_unique<scheduler::HeartbeatLoop>(*sched_, o_.job, reg, "server");
@@ -143,6 +144,7 @@ class ShardProcess {
 
   // Asks the scheduler for the preemption checkpoint; false when the job cannot take one.
   bool Preempt() {
+    if (!checkpoints_job_) return false;  // nowhere to write one: no need to ask
     herd::v1::RequestCheckpointRequest req;
     req.set_job(o_.job);
     req.set_preempt(true);
@@ -361,6 +363,7 @@ class ShardProcess {
   std::unique_ptr<Engine> engine_;
   std::atomic<Engine*> engine_ptr_{nullptr};  // engine_, for the checkpoint thread
   std::unique_ptr<ShardCheckpoints> checkpoints_;
+  bool checkpoints_job_ = false;  // the job has a checkpoint directory (SIGTERM preempts)
   Durability durability_;
   bool standing_by_ = false;
   bool port_written_ = false;

@@ -82,6 +82,9 @@ absl::Status Session::Register() {
   rank_ = registered_.rank();
   spec_ = job.spec();
   HERD_RETURN_IF_ERROR(OpenResume(job));
+  if (options_.preemptible != nullptr) {
+    options_.preemptible->store(!spec_.checkpoint().dir().empty());
+  }
   store_ = MakeSchedulerStore(client_, options_.job);
   if (!options_.timeline_dir.empty()) {
     timeline_ = std::make_unique<Timeline>(
@@ -362,6 +365,7 @@ absl::StatusOr<herd::v1::JobStatus> Session::Finish(herd::v1::TrainingResult res
   absl::StatusOr<herd::v1::JobStatus> status = client_->FinishWorker(req);
   if (!status.ok()) return Explain(status.status());
   finished_ = true;
+  if (options_.preemptible != nullptr) options_.preemptible->store(false);
   // A finished worker stops heartbeating: the scheduler does not count that as a death.
   heartbeats_.reset();
   return status;

@@ -70,6 +70,9 @@ struct SessionOptions {
   // last checkpoint and stops at it (preempted()); when the job has not stopped within
   // `preempt_grace`, training fails instead.
   const std::atomic<bool>* stop_requested = nullptr;
+  // Set by the session while SIGTERM can be a preemption (registered in a job that has a
+  // checkpoint directory, not finished); the handler lets SIGTERM kill the process otherwise.
+  std::atomic<bool>* preemptible = nullptr;
   std::chrono::milliseconds preempt_grace{std::chrono::seconds(60)};
   // The parameter-server shards: TLS, with these PEM roots (empty: the system's). The token is
   // the scheduler's (one secret per cluster).

@@ -2,7 +2,7 @@
 // resuming from one (session.h, "Checkpoints and resume"; docs/checkpoint.md).
 //
 // What a worker's file holds (process "worker-<rank>"):
-//   param/<tensor>             its parameters (fp32, the whole tensor)
+//   param/<tensor>             its parameters (fp32, the whole tensor; ExportParams)
 //   <kind>/<tensor>...         its executor's state (Executor::ExportState)
 //   values: iteration (the cut), data/epoch and data/offset (the global data position of the
 //   cut's batch: worker/data/epoch_order.h), mode, workers, and on rank 0 params_digest.
@@ -18,6 +18,7 @@
 #include "plan/modes.h"
 #include "scheduler/client/job_wait.h"
 #include "worker/checkpointing/params_digest.h"
+#include "worker/executor_state.h"
 #include "worker/session.h"
 
 namespace herd::worker {
@@ -63,10 +64,7 @@ absl::Status Session::TakeCheckpoint(const herd::v1::Plan& plan) {
 
   checkpoint::ProcessState state;
   state.process = checkpoint::WorkerProcess(rank_);
-  for (const auto& t : tensors_) {
-    checkpoint::AddExtent(state, "param/" + t.name, static_cast<int64_t>(t.count), 0,
-                          std::span<const float>(t.param, t.count));
-  }
+  ExportParams(state, tensors_);
   HERD_RETURN_IF_ERROR(executor_->ExportState(state));
   state.values["iteration"] = std::to_string(plan.iteration());
   state.values["data/epoch"] = std::to_string(position_.epoch);
@@ -144,7 +142,10 @@ void Session::MaybeRequestPreemption() {
   req.set_job(options_.job);
   req.set_preempt(true);
   req.set_who(absl::StrFormat("worker '%s' (rank %d) got SIGTERM", options_.name, rank_));
-  auto record = client_->RequestCheckpoint(req);
+  absl::StatusOr<herd::v1::CheckpointRecord> record =
+      spec_.checkpoint().dir().empty()
+          ? absl::FailedPreconditionError("the job has no checkpoint directory")
+          : client_->RequestCheckpoint(req);
   if (!record.ok()) {
     // No checkpoint can be taken (no directory, the last iteration begun): the worker stops as
     // a signal stops it, and the job fails naming why.
@@ -218,21 +219,10 @@ absl::Status Session::ImportResumedParameters(const std::vector<herd::v1::Tensor
   HERD_RETURN_IF_ERROR(resume_->CheckLayout(model));
   // Decentralized models differ between workers: at the same worker count each takes its own,
   // at another the average. Every other mode's parameters are replicated: any copy, unchanged.
-  const plan::ModeInfo* mode = plan::FindMode(resume_->manifest().mode());
-  const bool own = mode != nullptr && mode->worker_state.contains(plan::State::kOwnReplica);
-  const int world = world_size();
-  for (const auto& t : tensors_) {
-    const std::string name = "param/" + t.name;
-    std::span<float> out(t.param, t.count);
-    const int64_t total = static_cast<int64_t>(t.count);
-    absl::Status st =
-        own || resume_->workers() == world
-            ? checkpoint::ReadOwnOrAverage(*resume_, name, total, 0, rank_, world, out)
-            : checkpoint::ReadReplicated(*resume_, name, total, 0, out);
-    if (!st.ok()) {
-      return absl::Status(st.code(), absl::StrFormat("resuming from %s: %s",
-                                                     resume_->manifest().id(), st.message()));
-    }
+  // (executor_state.h has the rules.)
+  if (auto st = ImportParams(*resume_, ImportWhere{rank_, world_size()}, tensors_); !st.ok()) {
+    return absl::Status(st.code(),
+                        absl::StrFormat("resuming from %s: %s", resume_->path(), st.message()));
   }
   return absl::OkStatus();
 }

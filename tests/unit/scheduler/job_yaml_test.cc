@@ -78,6 +78,42 @@ TEST(JobYaml, ErrorsNameTheLine) {
   }
 }
 
+TEST(JobYaml, CheckpointPolicyAndResume) {
+  const std::string base = "name: j1\nmode: allreduce\nworkers: 2\n";
+  auto every_n = ParseJobSpecYaml(
+      base +
+      "checkpoint: {dir: /ck, every: 100, keep_last: 3, keep_every: 1000, timeout: 2m}\n"
+      "resume_from: /ck/it-00000100\n");
+  ASSERT_TRUE(every_n.ok()) << every_n.status();
+  const auto& c = every_n->checkpoint();
+  EXPECT_EQ(c.dir(), "/ck");
+  EXPECT_EQ(c.every_iterations(), 100);
+  EXPECT_EQ(c.every_ms(), 0);
+  EXPECT_EQ(c.keep_last(), 3);
+  EXPECT_EQ(c.keep_every(), 1000);
+  EXPECT_EQ(c.timeout_ms(), 120000);
+  EXPECT_EQ(every_n->resume_from(), "/ck/it-00000100");
+  EXPECT_TRUE(NormalizeJobSpec(*every_n).ok());
+
+  auto every_30s = ParseJobSpecYaml(base + "checkpoint: {dir: /ck, every: 30s}\n");
+  ASSERT_TRUE(every_30s.ok()) << every_30s.status();
+  EXPECT_EQ(every_30s->checkpoint().every_ms(), 30000);
+  EXPECT_EQ(every_30s->checkpoint().every_iterations(), 0);
+
+  auto bad = ParseJobSpecYaml(base + "checkpoint: {dir: /ck, every: soon}\n");
+  EXPECT_TRUE(absl::IsInvalidArgument(bad.status()));
+  EXPECT_NE(bad.status().message().find("line 4"), std::string::npos) << bad.status();
+  auto unknown = ParseJobSpecYaml(base + "checkpoint: {dir: /ck, each: 5}\n");
+  EXPECT_NE(unknown.status().message().find("unknown checkpoint field 'each'"), std::string::npos)
+      << unknown.status();
+  // A policy without a directory has nowhere to write.
+  auto no_dir = ParseJobSpecYaml(base + "checkpoint: {every: 5}\n");
+  ASSERT_TRUE(no_dir.ok());
+  auto refused = NormalizeJobSpec(*no_dir);
+  EXPECT_TRUE(absl::IsInvalidArgument(refused.status()));
+  EXPECT_NE(refused.status().message().find("needs a 'dir'"), std::string::npos);
+}
+
 TEST(JobYaml, MissingFileIsAClearError) {
   auto spec = LoadJobSpecFile("/nonexistent/job.yaml");
   EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
