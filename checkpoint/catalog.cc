@@ -43,6 +43,12 @@ bool IsCheckpointPath(Env& env, const std::string& path) {
 
 absl::StatusOr<herd::v1::CheckpointManifest> ReadManifest(Env& env, const std::string& path) {
   const std::string file = JoinPath(path, kManifestFile);
+  // A manifest is kilobytes (a few hundred bytes per extent); anything huge is not one.
+  constexpr uint64_t kMaxManifestBytes = uint64_t{256} << 20;
+  if (auto info = env.Stat(file); info.ok() && info->size > kMaxManifestBytes) {
+    return absl::DataLossError(absl::StrFormat("%s: %d bytes, not a manifest (at most %d)", file,
+                                               info->size, kMaxManifestBytes));
+  }
   auto data = env.ReadFile(file);
   if (!data.ok()) {
     if (absl::IsNotFound(data.status())) {
@@ -57,6 +63,9 @@ absl::StatusOr<herd::v1::CheckpointManifest> ReadManifest(Env& env, const std::s
     return absl::FailedPreconditionError(
         absl::StrFormat("%s: format version %d; this herd reads versions 1 to %d", file,
                         manifest->format_version(), kFormatVersion));
+  }
+  if (absl::Status s = CheckFileNames(*manifest); !s.ok()) {
+    return absl::DataLossError(absl::StrFormat("%s: %s", file, s.message()));
   }
   return manifest;
 }

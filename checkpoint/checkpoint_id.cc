@@ -1,6 +1,7 @@
 #include "checkpoint/checkpoint_id.h"
 
 #include <charconv>
+#include <set>
 
 #include "absl/strings/str_format.h"
 
@@ -31,6 +32,25 @@ std::string CheckpointDirOf(std::string_view dir, std::string_view id) {
 
 std::string StateFileName(std::string_view process) {
   return absl::StrFormat("%s%s", process, kStateSuffix);
+}
+
+absl::Status CheckFileNames(const herd::v1::CheckpointManifest& manifest) {
+  std::set<std::string> seen;
+  for (const auto& f : manifest.files()) {
+    const std::string& p = f.process();
+    const bool name_ok = !p.empty() && p.find('/') == std::string::npos && p[0] != '.' &&
+                         f.file() == StateFileName(p);
+    if (!name_ok) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("checkpoint %s: file '%s' of process '%s' is not named <process>%s",
+                          manifest.id(), f.file(), p, kStateSuffix));
+    }
+    if (!seen.insert(p).second) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("checkpoint %s: process '%s' has two files", manifest.id(), p));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace herd::checkpoint

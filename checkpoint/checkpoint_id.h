@@ -8,6 +8,9 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/status.h"
+#include "herd/v1/checkpoint.pb.h"
+
 namespace herd::checkpoint {
 
 // "it-%08d". `iteration` >= 0.
@@ -32,5 +35,10 @@ inline constexpr std::string_view kStateSuffix = ".state";
 std::string TempDirOf(std::string_view dir, std::string_view id);
 std::string CheckpointDirOf(std::string_view dir, std::string_view id);
 std::string StateFileName(std::string_view process);
+
+// OK when every file of `manifest` is named <process>.state for a process name without '/'
+// that no other file has; INVALID_ARGUMENT naming the first that is not (a manifest must never
+// point outside its checkpoint's directory).
+absl::Status CheckFileNames(const herd::v1::CheckpointManifest& manifest);
 
 }  // namespace herd::checkpoint

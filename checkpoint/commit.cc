@@ -40,6 +40,7 @@ absl::Status Commit(Env& env, const std::string& dir,
     return absl::InvalidArgumentError(
         absl::StrFormat("commit: '%s' is not a checkpoint id", manifest.id()));
   }
+  if (absl::Status s = CheckFileNames(manifest); !s.ok()) return s;
   const std::string tmp = TempDirOf(dir, manifest.id());
   const std::string final_dir = CheckpointDirOf(dir, manifest.id());
   if (env.Exists(final_dir)) {

@@ -46,7 +46,8 @@ class CheckpointWriter {
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
 
   // Queues `state` (moved in: the staging copy) to be written as DIR/.tmp-<id>/<process>.state.
-  // Returns at once; `done` is called exactly once, on the writer's thread.
+  // Returns at once; `done` is called exactly once, on the writer's thread (or, for a stage
+  // the destructor cancels, on the destroying thread).
   void Stage(std::string dir, std::string id, ProcessState state, WriteDone done);
 
   // Waits until every stage so far has been written and its `done` has returned.

@@ -54,6 +54,11 @@ class CheckpointCorruption : public ::testing::Test {
     EXPECT_EQ(resolved->id, "it-00000010") << context;
     ASSERT_EQ(resolved->skipped.size(), 1u) << context;
     EXPECT_THAT(resolved->skipped[0], HasSubstr("it-00000020: ")) << context;
+    // The reader of the directory is the previous checkpoint's, and says what it skipped.
+    auto reader = OpenCheckpoint(PosixEnv(), dir_->path());
+    ASSERT_TRUE(reader.ok()) << context << ": " << reader.status();
+    EXPECT_EQ((*reader)->manifest().id(), "it-00000010") << context;
+    EXPECT_EQ((*reader)->skipped().size(), 1u) << context;
     // Asked for by name, the broken one is an error, not a fallback.
     EXPECT_EQ(ResolveCheckpoint(PosixEnv(), newest_).status().code(), absl::StatusCode::kDataLoss)
         << context;

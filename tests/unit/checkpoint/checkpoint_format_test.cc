@@ -4,8 +4,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <future>
 
 #include "checkpoint/catalog.h"
 #include "checkpoint/checkpoint_id.h"
@@ -182,6 +184,13 @@ TEST(CheckpointCommit, RefusesBadRequests) {
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(s.message(), HasSubstr("worker-1.state"));
   EXPECT_FALSE(PosixEnv().Exists(dir->path() + "/it-00000002"));
+  // A file outside the checkpoint's directory, or two files of one process, are refused.
+  m.mutable_files(1)->set_file("../worker-1.state");
+  EXPECT_EQ(Commit(PosixEnv(), dir->path(), m).code(), absl::StatusCode::kInvalidArgument);
+  *m.mutable_files(1) = *file;
+  s = Commit(PosixEnv(), dir->path(), m);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("two files"));
   ASSERT_TRUE(Abort(PosixEnv(), dir->path(), "it-00000002").ok());
   EXPECT_FALSE(PosixEnv().Exists(dir->path() + "/.tmp-it-00000002"));
 }
@@ -220,6 +229,62 @@ TEST(CheckpointWriter, WritesInTheBackgroundAndDrains) {
                [&](absl::StatusOr<herd::v1::CheckpointFile> f) { bad = f.status(); });
   ASSERT_TRUE(writer.Drain(Deadline::After(std::chrono::seconds(30))).ok());
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+}
+
+// The real disk, with file creation held until the test releases it (a slow disk).
+class HeldEnv final : public Env {
+ public:
+  void Release() { released_.set_value(); }
+  absl::Status CreateDirs(const std::string& p) override { return PosixEnv().CreateDirs(p); }
+  absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& p) override {
+    gate_.wait();
+    return PosixEnv().NewWritableFile(p);
+  }
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
+      const std::string& p) override {
+    return PosixEnv().NewRandomAccessFile(p);
+  }
+  absl::Status Rename(const std::string& a, const std::string& b) override {
+    return PosixEnv().Rename(a, b);
+  }
+  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& p) override {
+    return PosixEnv().ListDir(p);
+  }
+  absl::Status RemoveAll(const std::string& p) override { return PosixEnv().RemoveAll(p); }
+  absl::Status SyncDir(const std::string& p) override { return PosixEnv().SyncDir(p); }
+  absl::StatusOr<FileInfo> Stat(const std::string& p) override { return PosixEnv().Stat(p); }
+  absl::StatusOr<uint64_t> FreeBytes(const std::string& p) override {
+    return PosixEnv().FreeBytes(p);
+  }
+
+ private:
+  std::promise<void> released_;
+  std::shared_future<void> gate_ = released_.get_future().share();
+};
+
+TEST(CheckpointWriter, StageReturnsAtOnceAndDrainKeepsItsDeadline) {
+  auto dir = TempDir::Create("ckpt");
+  ASSERT_TRUE(dir.ok());
+  HeldEnv env;
+  CheckpointWriter writer(env);
+  const ProcessState state = WorkerState(0, 3);
+  int64_t bytes = 0;
+  for (const Extent& e : state.extents) bytes += static_cast<int64_t>(e.bytes.size());
+  std::atomic<bool> done{false};
+  writer.Stage(dir->path(), "it-00000003", state,
+               [&](absl::StatusOr<herd::v1::CheckpointFile> f) { done = f.ok(); });
+  // The disk holds the write: Stage returned, the staging copy is held, Drain gives up in time.
+  EXPECT_EQ(writer.pending_bytes(), bytes);
+  const auto t0 = std::chrono::steady_clock::now();
+  absl::Status s = writer.Drain(Deadline::After(std::chrono::milliseconds(200)));
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("1 state file(s)"));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_FALSE(done);
+  env.Release();
+  ASSERT_TRUE(writer.Drain(Deadline::After(std::chrono::seconds(30))).ok());
+  EXPECT_TRUE(done);
+  EXPECT_EQ(writer.pending_bytes(), 0);
 }
 
 TEST(CheckpointWriter, DestructionCancelsWhatWasNotStarted) {
