@@ -48,13 +48,18 @@ absl::StatusOr<bool> ReadAnywhere(const StateSource& from, const std::vector<Sav
                                   int64_t offset, std::span<float> out) {
   HERD_ASSIGN_OR_RETURN(bool held, ReadFromShards(from, old, tensor, name, total, offset, out));
   if (held) return true;
+  bool per_rank = false;  // a decentralized mode's models (worker/executor_state.h)
+  bool any = false;
   for (int r = 0; r < from.workers(); ++r) {
-    if (from.Has(checkpoint::WorkerProcess(r), name)) {
-      HERD_RETURN_IF_ERROR(checkpoint::ReadReplicated(from, name, total, offset, out));
-      return true;
-    }
+    any = any || from.Has(checkpoint::WorkerProcess(r), name);
+    per_rank = per_rank || from.Value(checkpoint::WorkerProcess(r), "models_per_rank").has_value();
   }
-  return false;
+  if (!any) return false;
+  // Per-rank models and their slots: the average (a world of -1 is never the exporting one's).
+  HERD_RETURN_IF_ERROR(per_rank
+                           ? checkpoint::ReadOwnOrAverage(from, name, total, offset, 0, -1, out)
+                           : checkpoint::ReadReplicated(from, name, total, offset, out));
+  return true;
 }
 
 }  // namespace
@@ -103,7 +108,14 @@ absl::StatusOr<ProcessState> Engine::ExportState(int64_t version, Deadline deadl
   for (auto& [key, ks] : keys_) {
     std::lock_guard<std::mutex> lock(ks->mu);
     if (!ks->initialized) return not_initialised(key);
+    bool captured = false;
     if (ks->version > version) {
+      // It may have passed `version` after the capture began: the round that reached it
+      // copied it.
+      std::lock_guard<std::mutex> capture_lock(capture_mu_);
+      captured = captured_.contains(key);
+    }
+    if (ks->version > version && !captured) {
       return absl::FailedPreconditionError(absl::StrFormat(
           "shard %d cannot export version %d: key %s is already at version %d (the cut was "
           "asked for after the round that passed it)",
@@ -172,7 +184,10 @@ ProcessState Engine::StateOf(const std::map<KeyId, KeyCopy>& copies, int64_t ver
 }
 
 absl::Status Engine::ImportState(const StateSource& from) {
-  HERD_ASSIGN_OR_RETURN(const std::vector<SavedKey> old, SavedShardKeys(from));
+  HERD_ASSIGN_OR_RETURN(const std::vector<SavedKey> saved, SavedShardKeys(from));
+  // By tensor: each new key looks only at its own tensor's old keys.
+  std::map<std::string, std::vector<SavedKey>> saved_by_tensor;
+  for (const SavedKey& k : saved) saved_by_tensor[k.tensor].push_back(k);
   const std::map<int32_t, int64_t> totals = TensorTotals(config_);
   const int slots = config_.mode == Mode::kEc ? 0 : OptimizerSlots(config_.optimizer.kind);
   // ps_ec's residual is added to the sum of the workers' pushes, which the workers divide by
@@ -190,6 +205,7 @@ absl::Status Engine::ImportState(const StateSource& from) {
     const KeyPlacement& p = config_.keys.at(key);
     const std::string tensor = TensorNameOf(config_, key.tensor);
     const int64_t total = totals.at(key.tensor);
+    const std::vector<SavedKey>& old = saved_by_tensor[tensor];
     KeyCopy c{0, std::vector<float>(p.count, 0.0f), ks->slot0, ks->slot1, ks->epsilon, ks->clocks};
     auto fill = [&](const std::string& name, std::vector<float>& into) -> absl::StatusOr<bool> {
       std::vector<float> values(into.size(), 0.0f);

@@ -5,8 +5,9 @@
 // EndBackward waits for all of them and applies the optimizer to the averaged sparse gradient.
 //
 // Error feedback: every bucket keeps its residual (what this worker has not delivered yet) from
-// iteration to iteration, and for SparDL with B-SAG its extra top-k state. Both live in the
-// executor: a mode switch (a new executor) drops them, the way it drops optimizer state.
+// iteration to iteration, and for SparDL with B-SAG its extra top-k state. Both are saved by
+// tensor, not by bucket (ExportState: "residual/<t>", "bsag/<t>"), so a checkpoint and a mode
+// switch keep them, like the optimizer's state (docs/checkpoint.md).
 //
 // Parameters: plan.mode().density() (0: 0.01), reached after a warm-up of higher densities
 // (density_warmup.h); SparDL teams = the plan's teams (the scheduler's

@@ -254,6 +254,31 @@ TEST(EngineStateTest, CollectiveCheckpointFeedsTheShards) {
   EXPECT_EQ(Assembled(ExportAll(now, 0)), want);
 }
 
+TEST(EngineStateTest, DecentralizedModelsReachTheShardsAveraged) {
+  // Two workers of a decentralized mode with different models: the shards take the average.
+  std::vector<ProcessState> workers(2);
+  std::map<std::string, std::vector<float>> want;
+  for (int r = 0; r < 2; ++r) {
+    workers[r].process = checkpoint::WorkerProcess(r);
+    workers[r].values["models_per_rank"] = "1";
+    for (const auto& [name, n] : kTensors) {
+      std::vector<float> v(n);
+      for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(r * 2 + 1) * (i + 1);
+      checkpoint::AddExtent(workers[r], "param/" + name, n, 0, v);
+      auto& w = want["param/" + name];
+      w.resize(n, 0.0f);
+      for (int64_t i = 0; i < n; ++i) w[i] += v[i] / 2;  // (1 + 3) / 2 = 2 times i + 1: exact
+    }
+  }
+  const MemoryStateSource source(workers, 2);
+  Shards now = Imported(Mode::kSync, 2, 2, 4, source);
+  auto got = Assembled(ExportAll(now, 0));
+  for (auto it = got.begin(); it != got.end();) {
+    it = it->first.rfind("param/", 0) == 0 ? std::next(it) : got.erase(it);
+  }
+  EXPECT_EQ(got, want);
+}
+
 TEST(EngineStateTest, BadInputLeavesTheEngineAsItWas) {
   Shards s(Mode::kSync, 1, 1, 4);
   // Nobody holds the parameters.
