@@ -152,10 +152,14 @@ void FusionTuning::ExportState(std::map<std::string, std::string>& values) const
   }
   values["fusion/trials"] = absl::StrJoin(trials, ",");
   values["fusion/threshold"] = absl::StrCat(threshold_);
+  // The warm start's outcome shapes the tuner's proposals: it travels with the trials, so the
+  // imported tuner proposes what this one would have, without measuring again.
+  if (warm_started_) values["fusion/prior"] = absl::StrCat(prior_bytes_);
 }
 
-bool FusionTuning::ImportState(const std::string& trials) {
+bool FusionTuning::ImportState(const std::string& trials, std::optional<size_t> prior) {
   fusion::FusionTuner tuner(TunerOptionsFrom(settings_));
+  if (prior.has_value() && *prior > 0) tuner.SetPrior(*prior);
   for (const std::string& item :
        std::vector<std::string>(absl::StrSplit(trials, ',', absl::SkipEmpty()))) {
     std::vector<std::string> pair = absl::StrSplit(item, ':');
@@ -168,6 +172,10 @@ bool FusionTuning::ImportState(const std::string& trials) {
     tuner.Report(threshold, throughput);
   }
   tuner_ = std::move(tuner);
+  if (prior.has_value()) {
+    warm_started_ = true;
+    prior_bytes_ = *prior;
+  }
   threshold_ = tuner_.settled() ? tuner_.best() : tuner_.Next();
   boundary_in_trial_ = 0;
   return true;

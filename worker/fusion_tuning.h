@@ -58,9 +58,11 @@ class FusionTuning {
   void ExportState(std::map<std::string, std::string>& values) const;
   // Replays the trials into a fresh tuner (which is deterministic: the same reports give the
   // same proposals), so tuning goes on where it was instead of starting over; the trial that
-  // was under way starts again with its warm-up. Returns false (nothing changed) when `trials`
-  // does not parse.
-  bool ImportState(const std::string& trials);
+  // was under way starts again with its warm-up. `prior` ("fusion/prior"): the exporting run's
+  // warm-start outcome (0: it found none), so this one does not warm-start again and proposes
+  // the same; absent when that run had not warm-started. Returns false (nothing changed) when
+  // `trials` does not parse.
+  bool ImportState(const std::string& trials, std::optional<size_t> prior);
 
  private:
   FusionSettings settings_;

@@ -121,7 +121,11 @@ class DearExecutor final : public Executor {
     HERD_RETURN_IF_ERROR(RunAll({optimizer_.ImportState(from, Reshard::kReplicated, where)}));
     if (!tuning_) return absl::OkStatus();
     if (std::optional<std::string> trials = ReadValue(from, "fusion/trials", where)) {
-      if (tuning_->ImportState(*trials) && tuning_->threshold() != threshold_) {
+      std::optional<size_t> prior;
+      if (std::optional<int64_t> p = ReadIntValue(from, "fusion/prior", where); p && *p >= 0) {
+        prior = static_cast<size_t>(*p);
+      }
+      if (tuning_->ImportState(*trials, prior) && tuning_->threshold() != threshold_) {
         Rebucket(tuning_->threshold());
       }
     }
