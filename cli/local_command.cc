@@ -34,8 +34,8 @@
 #include "cli/mode_options.h"
 #include "common/child_processes.h"
 #include "plan/modes.h"
-#include "scheduler/client/job_wait.h"
 #include "proto/rpc/grpc_support.h"
+#include "scheduler/client/job_wait.h"
 #include "scheduler/client/scheduler_client.h"
 #include "scheduler/scheduler_core.h"
 #include "worker/torch/torch_trainable.h"
@@ -671,7 +671,7 @@ class LocalCommand final : public Command {
     auto g = scheduler::ParseDurationFlag(preempt_grace_);
     return g.ok() ? *g : std::chrono::milliseconds(60000);
   }
-  std::vector<std::string> command_;         // -- CMD ARGS...: the workers' own program
+  std::vector<std::string> command_;  // -- CMD ARGS...: the workers' own program
   std::string token_file_;
   std::string tls_cert_, tls_key_, tls_ca_;
   std::vector<std::string> shard_children_;  // the shards' child names

@@ -139,7 +139,7 @@ class SchedulerCore {
     std::map<std::string, BarrierState> barriers;             // by name (current epoch)
     std::map<std::string, std::string> kv;                    // bootstrap store
     bool committing = false;  // a checkpoint's files are being committed (outside the lock)
-    size_t kv_bytes = 0;                                      // its keys and values
+    size_t kv_bytes = 0;      // its keys and values
   };
 
   explicit SchedulerCore(SchedulerOptions options);

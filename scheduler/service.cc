@@ -124,8 +124,7 @@ class SchedulerService final : public herd::v1::Scheduler::Service {
     return Answer(
         ctx, [&] { return core_->ReportIteration(*req); }, resp);
   }
-  grpc::Status RequestCheckpoint(ServerContext* ctx,
-                                 const herd::v1::RequestCheckpointRequest* req,
+  grpc::Status RequestCheckpoint(ServerContext* ctx, const herd::v1::RequestCheckpointRequest* req,
                                  herd::v1::CheckpointRecord* resp) override {
     return Answer(
         ctx, [&] { return core_->RequestCheckpoint(*req); }, resp);

@@ -17,8 +17,8 @@ using Seconds = std::chrono::duration<double>;
 constexpr auto kLogInterval = std::chrono::seconds(5);
 
 bool Terminal(herd::v1::JobState s) {
-  return s == herd::v1::JOB_COMPLETED || s == herd::v1::JOB_FAILED || s == herd::v1::JOB_CANCELLED ||
-         s == herd::v1::JOB_PREEMPTED;
+  return s == herd::v1::JOB_COMPLETED || s == herd::v1::JOB_FAILED ||
+         s == herd::v1::JOB_CANCELLED || s == herd::v1::JOB_PREEMPTED;
 }
 
 // "1 worker", "4 workers".

@@ -56,17 +56,15 @@ absl::StatusOr<ImportStep> CatchUpAdam::ImportState(const checkpoint::StateSourc
     State& s = (*read)[t];
     std::vector<float> m(s.count), v(s.count), at(s.count, 0.0f);
     // Both moments or neither: a half-restored Adam would be worse than a fresh one.
-    HERD_ASSIGN_OR_RETURN(bool held,
-                          ReadState(from, StateName("adam_m", names_[t]), Reshard::kReplicated,
-                                    where, m));
+    HERD_ASSIGN_OR_RETURN(
+        bool held, ReadState(from, StateName("adam_m", names_[t]), Reshard::kReplicated, where, m));
     if (held) {
-      HERD_ASSIGN_OR_RETURN(held, ReadState(from, StateName("adam_v", names_[t]),
-                                            Reshard::kReplicated, where, v));
+      HERD_ASSIGN_OR_RETURN(
+          held, ReadState(from, StateName("adam_v", names_[t]), Reshard::kReplicated, where, v));
     }
     if (!held) continue;
-    HERD_ASSIGN_OR_RETURN(bool has_at,
-                          ReadState(from, StateName("adam_delivered_at", names_[t]),
-                                    Reshard::kReplicated, where, at));
+    HERD_ASSIGN_OR_RETURN(bool has_at, ReadState(from, StateName("adam_delivered_at", names_[t]),
+                                                 Reshard::kReplicated, where, at));
     s.m = std::move(m);
     s.v = std::move(v);
     for (size_t i = 0; i < s.count; ++i) {

@@ -87,8 +87,9 @@ TEST(PlanHerdRuns, UnknownAlgorithmNamesWhatEachOpSupports) {
   auto plan = PlanHerdRuns({BenchOp::kAllReduce}, {"rign"});
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(std::string(plan.status().message()).find("allreduce: auto, ring, lp, tree, rd, rh, oneshot"),
-            std::string::npos)
+  EXPECT_NE(
+      std::string(plan.status().message()).find("allreduce: auto, ring, lp, tree, rd, rh, oneshot"),
+      std::string::npos)
       << plan.status();
 }
 

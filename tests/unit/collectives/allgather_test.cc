@@ -1,5 +1,5 @@
-// All-gather: ring, recursive doubling, Bruck, one-shot and auto (through the dispatcher of run.h). Every
-// (algorithm, P) is one test looping over dtypes {fp32, fp64, fp16, bf16, int32, uint8} and
+// All-gather: ring, recursive doubling, Bruck, one-shot and auto (through the dispatcher of run.h).
+// Every (algorithm, P) is one test looping over dtypes {fp32, fp64, fp16, bf16, int32, uint8} and
 // counts {0, 1, P-1, P+1, 10007, 1000003}. Each rank starts with only its own chunk valid (the
 // rest holds a sentinel) and must end with every chunk.
 
@@ -67,17 +67,15 @@ TEST_P(AllGatherSweep, MatchesReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Collectives, AllGatherSweep,
-                         ::testing::Combine(::testing::Values(Algorithm::kRing,
-                                                              Algorithm::kRecursiveDoubling,
-                                                              Algorithm::kBruck,
-                                                              Algorithm::kOneShot,
-                                                              Algorithm::kAuto),
-                                            ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8, 11, 16)),
-                         [](const auto& info) {
-                           return absl::StrFormat("%s_P%d", AlgorithmName(std::get<0>(info.param)),
-                                                  std::get<1>(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Collectives, AllGatherSweep,
+    ::testing::Combine(::testing::Values(Algorithm::kRing, Algorithm::kRecursiveDoubling,
+                                         Algorithm::kBruck, Algorithm::kOneShot, Algorithm::kAuto),
+                       ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8, 11, 16)),
+    [](const auto& info) {
+      return absl::StrFormat("%s_P%d", AlgorithmName(std::get<0>(info.param)),
+                             std::get<1>(info.param));
+    });
 
 }  // namespace
 }  // namespace herd::collectives::testing

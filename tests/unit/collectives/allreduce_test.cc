@@ -72,18 +72,17 @@ TEST_P(AllReduceSweep, MinMaxAndIntegers) {
   CheckAllReduce(algorithm, P, kMidCount, DType::kInt64, ReduceOp::kSum, BlockFor(kMidCount));
 }
 
-INSTANTIATE_TEST_SUITE_P(Collectives, AllReduceSweep,
-                         ::testing::Combine(::testing::Values(Algorithm::kLinearPipeline,
-                                                              Algorithm::kBinomialTree,
-                                                              Algorithm::kRecursiveDoubling,
-                                                              Algorithm::kRecursiveHalving,
-                                                              Algorithm::kOneShot,
-                                                              Algorithm::kAuto),
-                                            ::testing::Values(1, 2, 3, 4, 5, 7, 8, 16)),
-                         [](const auto& info) {
-                           return absl::StrFormat("%s_P%d", AlgorithmName(std::get<0>(info.param)),
-                                                  std::get<1>(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Collectives, AllReduceSweep,
+    ::testing::Combine(::testing::Values(Algorithm::kLinearPipeline, Algorithm::kBinomialTree,
+                                         Algorithm::kRecursiveDoubling,
+                                         Algorithm::kRecursiveHalving, Algorithm::kOneShot,
+                                         Algorithm::kAuto),
+                       ::testing::Values(1, 2, 3, 4, 5, 7, 8, 16)),
+    [](const auto& info) {
+      return absl::StrFormat("%s_P%d", AlgorithmName(std::get<0>(info.param)),
+                             std::get<1>(info.param));
+    });
 
 // A block smaller than one element still moves one element per message.
 TEST(LinearPipelineTest, BlockSmallerThanAnElement) {

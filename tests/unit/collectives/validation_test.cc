@@ -183,10 +183,12 @@ TEST_F(ValidationTest, UnsupportedAlgorithmListsTheSupportedOnes) {
                  {"all-reduce", "'bruck'", "auto, ring, lp, tree, rd, rh, oneshot, native"});
   AllGatherOptions g;
   g.comm = comm_.get();
-  ExpectRejected(AllGather(g, Algorithm::kLinearPipeline), {"auto, ring, rd, bruck, oneshot, native"});
+  ExpectRejected(AllGather(g, Algorithm::kLinearPipeline),
+                 {"auto, ring, rd, bruck, oneshot, native"});
   ReduceScatterOptions rs;
   rs.comm = comm_.get();
-  ExpectRejected(ReduceScatter(rs, Algorithm::kBinomialTree), {"'tree'", "auto, ring, rh, oneshot, native"});
+  ExpectRejected(ReduceScatter(rs, Algorithm::kBinomialTree),
+                 {"'tree'", "auto, ring, rh, oneshot, native"});
   BroadcastOptions b;
   b.comm = comm_.get();
   ExpectRejected(Broadcast(b, Algorithm::kRing), {"broadcast", "auto, lp, tree"});

@@ -90,9 +90,9 @@ absl::Status RunRank(const Case& c, transport::Communicator& comm) {
     for (size_t i = 0; i < kCounts[t]; ++i) {
       const float want = Expected(P, iterations, t, i);
       if (std::fabs(params[t][i] - want) > 1e-4f * (1 + std::fabs(want))) {
-        return absl::InternalError(absl::StrFormat(
-            "rank %d, %s: tensor %d element %d is %g, expected %g after %d updates", comm.rank(),
-            when, t, i, params[t][i], want, iterations));
+        return absl::InternalError(
+            absl::StrFormat("rank %d, %s: tensor %d element %d is %g, expected %g after %d updates",
+                            comm.rank(), when, t, i, params[t][i], want, iterations));
       }
     }
     return absl::OkStatus();
@@ -121,8 +121,8 @@ absl::Status RunRank(const Case& c, transport::Communicator& comm) {
 
 TEST_P(DenseExecutorTest, EveryRankAppliesSgdOnTheMeanGradient) {
   const Case c = GetParam();
-  auto statuses = testing::SpawnRanks(
-      c.ranks, [&](transport::Communicator& comm) { return RunRank(c, comm); });
+  auto statuses =
+      testing::SpawnRanks(c.ranks, [&](transport::Communicator& comm) { return RunRank(c, comm); });
   EXPECT_TRUE(testing::FirstError(statuses).ok()) << testing::FirstError(statuses);
 }
 
