@@ -9,6 +9,8 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache git clang-format
   # the fuzz preset and scripts/fuzz.sh: clang with libFuzzer and the sanitizers' runtimes
   clang libclang-rt-14-dev
+  # test certificates for the TLS tests (openssl req)
+  openssl
   # libraries found with find_package
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libucx-dev ucx-utils
