@@ -75,8 +75,28 @@ absl::Status ShardedPsClient::Init(const std::vector<std::vector<float>>& tensor
       k.set_values(BytesOf(tensors[c.key.tensor].data() + c.offset, c.count));
       chunks.push_back(std::move(k));
     }
-    return clients_[s]->InitKeys(chunks).status();
+    // Idempotent (the first value wins), so a shard still starting or restarting is retried.
+    return WhileUnavailable(s, [&] { return clients_[s]->InitKeys(chunks).status(); });
   });
+}
+
+absl::Status ShardedPsClient::WhileUnavailable(int shard,
+                                               const std::function<absl::Status()>& call) {
+  absl::Status st = call();
+  if (!absl::IsUnavailable(st)) return st;
+  // A shard answers UNAVAILABLE while it starts (it has not been given its keys yet), while it
+  // restarts, and from its old address after a restart on a new port.
+  const Deadline deadline = Deadline::After(options_.retry_for);
+  auto next_resolve = std::chrono::steady_clock::now();
+  while (absl::IsUnavailable(st) && !deadline.expired()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (std::chrono::steady_clock::now() >= next_resolve) {
+      Reresolve(shard);
+      next_resolve = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+    }
+    st = call();
+  }
+  return st;
 }
 
 absl::Status ShardedPsClient::RoundOnShard(int shard, int64_t round,
@@ -89,19 +109,7 @@ absl::Status ShardedPsClient::RoundOnShard(int shard, int64_t round,
   }
   // The shard went away (or the connection did). Some of these pushes may have been applied
   // (and, under every-round, written) without an answer; others were lost with the shard.
-  const Deadline deadline = Deadline::After(options_.retry_for);
-  absl::Status st = pushed.status();
-  auto next_resolve = std::chrono::steady_clock::now();
-  while (!deadline.expired()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (std::chrono::steady_clock::now() >= next_resolve) {
-      Reresolve(shard);
-      next_resolve = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
-    }
-    st = ResumeOnShard(shard, round, all, out);
-    if (st.ok() || !absl::IsUnavailable(st)) return st;
-  }
-  return st;
+  return WhileUnavailable(shard, [&] { return ResumeOnShard(shard, round, all, out); });
 }
 
 void ShardedPsClient::Reresolve(int shard) {
@@ -272,7 +280,11 @@ absl::StatusOr<int64_t> ShardedPsClient::Pull(int64_t min_version,
     req.set_job(options_.job);
     req.set_worker(options_.worker);
     req.set_min_version(min_version);
-    HERD_ASSIGN_OR_RETURN(auto pulled, clients_[s]->Pull(req));
+    std::vector<PullChunk> pulled;
+    HERD_RETURN_IF_ERROR(WhileUnavailable(s, [&]() -> absl::Status {
+      HERD_ASSIGN_OR_RETURN(pulled, clients_[s]->Pull(req));
+      return absl::OkStatus();
+    }));
     for (const auto& p : pulled) {
       HERD_RETURN_IF_ERROR(CopyPulled(s, p, params));
       versions[s] = std::min(versions[s], p.version());

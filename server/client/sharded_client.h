@@ -49,6 +49,7 @@ class ShardedPsClient {
   static absl::StatusOr<std::unique_ptr<ShardedPsClient>> Connect(ShardedOptions options);
 
   // Sends every chunk's initial value (the first value given for a key wins on the shard).
+  // Init and Pull ride out a shard that is starting or restarting, like PushPull.
   absl::Status Init(const std::vector<std::vector<float>>& tensors);
   // ps_sync / ps_async: pushes `grads` as round `round` (ps_async: the worker's clock) and
   // fills `params` with what the shards answer (ps_sync: the parameters after the round).
@@ -83,6 +84,9 @@ class ShardedPsClient {
       const compression::Compressor* compressor);
   absl::Status RoundOnShard(int shard, int64_t round, const std::vector<herd::v1::PushChunk>& all,
                             std::vector<herd::v1::PullChunk>* out);
+  // Runs an idempotent call (InitKeys, Pull) on `shard`, again while it answers UNAVAILABLE,
+  // until `retry_for`, following the shard to a new address when resolve_address gives one.
+  absl::Status WhileUnavailable(int shard, const std::function<absl::Status()>& call);
   // One attempt to finish a round on a shard after the connection failed mid-round.
   // Reconnects shard `shard` when resolve_address gives a new address (only that shard's
   // thread touches its client).

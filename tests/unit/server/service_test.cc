@@ -140,6 +140,52 @@ TEST_F(ServiceTest, PushPullAndPreciseErrors) {
   EXPECT_EQ(*c->Checkpoint("j"), 1);
 }
 
+// A worker may reach its shard before the scheduler has given it its keys (the shard registered
+// its address first): Init and Pull wait for it, within retry_for, instead of failing the job.
+TEST(ShardedClientTest, InitAndPullWaitForAShardThatIsStillStarting) {
+  auto engine = Engine::Create(testing::SmallJob(Mode::kSync, 1), nullptr);
+  auto server = ShardServer::Start(ServiceOptions{});
+  ASSERT_TRUE(server.ok()) << server.status();
+  ShardedOptions o;
+  o.job = "j";
+  o.addresses = {"127.0.0.1:" + std::to_string((*server)->port())};
+  o.chunks = {{testing::kA, 0, 4, 0}, {testing::kB, 4, 3, 0}};
+  o.retry_for = std::chrono::milliseconds(10000);
+  auto client = ShardedPsClient::Connect(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  std::thread assign([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    (*server)->SetEngine(engine.get());
+  });
+  std::vector<float> initial = {1, 2, 3, 4, 5, 6, 7};
+  const absl::Status init = (*client)->Init({initial});
+  assign.join();
+  ASSERT_TRUE(init.ok()) << init;
+  std::vector<std::vector<float>> params;
+  ASSERT_TRUE((*client)->Pull(0, &params).ok());
+  EXPECT_EQ(params[0], initial);
+  (*server)->Shutdown();
+}
+
+// A shard that never gets its keys: Init gives up at retry_for with the shard's UNAVAILABLE.
+TEST(ShardedClientTest, InitGivesUpOnAShardThatNeverStarts) {
+  auto server = ShardServer::Start(ServiceOptions{});
+  ASSERT_TRUE(server.ok()) << server.status();
+  ShardedOptions o;
+  o.job = "j";
+  o.addresses = {"127.0.0.1:" + std::to_string((*server)->port())};
+  o.chunks = {{testing::kA, 0, 4, 0}};
+  o.retry_for = std::chrono::milliseconds(500);
+  auto client = ShardedPsClient::Connect(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  const auto start = std::chrono::steady_clock::now();
+  const absl::Status init = (*client)->Init({std::vector<float>(4, 0.0f)});
+  EXPECT_EQ(init.code(), absl::StatusCode::kUnavailable) << init;
+  EXPECT_NE(init.message().find("starting"), std::string::npos) << init;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  (*server)->Shutdown();
+}
+
 // ps_ec through the sharded client: two workers push compressed gradients with their own
 // residuals; both receive the compressed sum, and over rounds the sum of what they received
 // tracks the sum of what they sent (error feedback on both sides).
