@@ -108,6 +108,8 @@ bool SchedulerCore::PolicyWantsCheckpoint(const JobStatus& s, int64_t iteration)
   const int64_t start = s.has_resumed() ? s.resumed().iteration() : 0;
   // Not at the job's first iteration: that state is the submitted (or resumed) one.
   if (iteration <= start) return false;
+  // The job's end: its final state (the workers ask for the plan after the last iteration).
+  if (s.planned_iterations() > 0 && iteration == s.planned_iterations()) return true;
   if (policy.every_iterations() > 0 && iteration % policy.every_iterations() == 0) return true;
   if (policy.every_ms() > 0) {
     const int64_t since = s.last_checkpoint().id().empty() ? s.submitted_unix_ms()

@@ -57,9 +57,10 @@ absl::StatusOr<herd::v1::Plan> SchedulerCore::GetPlan(const herd::v1::GetPlanReq
       bool sync = false;
       if (job->status.state() == herd::v1::JOB_RUNNING &&
           PolicyWantsCheckpoint(job->status, req.iteration())) {
+        const bool final = req.iteration() == job->status.planned_iterations();
         HERD_RETURN_IF_ERROR(StartCheckpoint(*job, next, req.iteration(),
-                                             next.spec().checkpoint().dir(), "policy",
-                                             /*preempt=*/false));
+                                             next.spec().checkpoint().dir(),
+                                             final ? "final" : "policy", /*preempt=*/false));
         sync = true;
       }
       HERD_RETURN_IF_ERROR(Commit(*job, std::move(next), next_node_id_, sync));

@@ -65,6 +65,9 @@ absl::StatusOr<herd::v1::TrainingResult> Train(Session& session,
     result.set_final_loss(step->loss);
     at = Advance(at, samples_total, world, batch);
   }
+  // The final checkpoint (Finish) is at the data position past the last batch: a resume from
+  // it has nothing left to train.
+  session.SetDataPosition(at);
   HERD_RETURN_IF_ERROR(session.Flush());
   const double seconds = Seconds(std::chrono::steady_clock::now() - begin).count();
   result.set_iterations(total - first);

@@ -119,6 +119,7 @@ absl::Status Session::Attach(std::vector<ModelTensor> tensors,
   req.set_node_id(registered_.node_id());
   for (const auto& t : layout) *req.add_tensors() = t;
   req.set_planned_iterations(planned_iterations);
+  planned_iterations_ = planned_iterations;
   HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus status, client_->DeclareModel(req));
   spec_ = status.spec();
   tensors_ = std::move(tensors);
@@ -344,6 +345,7 @@ absl::StatusOr<herd::v1::JobStatus> Session::Finish(herd::v1::TrainingResult res
   if (executor_description_.empty() && executor_) executor_description_ = executor_->Describe();
   if (result.executor().empty()) result.set_executor(executor_description_);
   if (result.params_digest().empty()) result.set_params_digest(ParamsDigest());
+  HERD_RETURN_IF_ERROR(TakeFinalCheckpoint());
   // A checkpoint staged near the end is written and reported before the job may complete.
   HERD_RETURN_IF_ERROR(DrainCheckpoints(Deadline::After(options_.timeout)));
   // Every worker waits here for the others to finish their last iteration before leaving:

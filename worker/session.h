@@ -183,6 +183,10 @@ class Session {
   absl::Status TakeCheckpoint(const herd::v1::Plan& plan);
   // A preempted job: waits for the job to end after this worker's part of its last checkpoint.
   absl::Status StopAtCheckpoint(const herd::v1::Plan& plan);
+  // A job with a checkpoint directory ends with its final state saved: after its last
+  // iteration every worker asks for the plan of the iteration after it, whose cut the
+  // scheduler makes a checkpoint ("final"), and waits for the commit before finishing.
+  absl::Status TakeFinalCheckpoint();
   // A resumed job: opens the checkpoint it names, reads the iteration and data position
   // (Register); checks the layout and imports the parameters (Attach).
   absl::Status OpenResume(const herd::v1::JobStatus& job);
@@ -223,6 +227,7 @@ class Session {
   std::string staged_id_;                                 // the checkpoint staged last
   DataPosition position_;
   int64_t start_iteration_ = 0;
+  int64_t planned_iterations_ = 0;  // as declared by Attach (0: not known)
   DataPosition start_position_;
   bool preempted_ = false;
   std::atomic<bool> preemption_asked_{false};

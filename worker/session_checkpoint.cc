@@ -187,6 +187,53 @@ absl::Status Session::StopAtCheckpoint(const herd::v1::Plan& plan) {
   }
 }
 
+absl::Status Session::TakeFinalCheckpoint() {
+  if (spec_.checkpoint().dir().empty() || planned_iterations_ <= 0 || executor_ == nullptr ||
+      iteration_ != planned_iterations_ - 1) {
+    return absl::OkStatus();
+  }
+  const int64_t end = planned_iterations_;
+  const Deadline deadline = Deadline::After(options_.timeout);
+  // The scheduler starts one checkpoint at a time: one still being written (the policy's, near
+  // the end) commits first, else the final cut would find it pending and be skipped.
+  for (;;) {
+    HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus status, client_->GetJob(options_.job));
+    if (status.state() != herd::v1::JOB_RUNNING) return scheduler::JobEndedStatus(status);
+    const auto& pending = status.pending_checkpoint();
+    if (pending.id().empty() || pending.iteration() >= end) break;
+    if (deadline.expired()) {
+      return absl::DeadlineExceededError(absl::StrFormat(
+          "worker %d: checkpoint %s did not commit within %d s, so the final one cannot start",
+          rank_, pending.id(),
+          std::chrono::duration_cast<std::chrono::seconds>(options_.timeout).count()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  HERD_ASSIGN_OR_RETURN(herd::v1::Plan plan, FetchPlan(end));
+  if (plan.checkpoint_iteration() != end || plan.checkpoint_id().empty()) return absl::OkStatus();
+  if (plan.checkpoint_id() != staged_id_) HERD_RETURN_IF_ERROR(TakeCheckpoint(plan));
+  HERD_RETURN_IF_ERROR(DrainCheckpoints(deadline));
+  // Finishing ends the job, and the shards with it: the commit comes first.
+  for (;;) {
+    HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus status, client_->GetJob(options_.job));
+    if (status.last_checkpoint().id() == plan.checkpoint_id()) return absl::OkStatus();
+    if (status.state() != herd::v1::JOB_RUNNING) return scheduler::JobEndedStatus(status);
+    if (status.pending_checkpoint().id() != plan.checkpoint_id()) {
+      // Aborted (the reason is in the job's status): the training itself is done and stands.
+      Log().warn("worker {}: the final checkpoint {} was not committed", rank_,
+                 plan.checkpoint_id());
+      return absl::OkStatus();
+    }
+    if (deadline.expired()) {
+      return absl::DeadlineExceededError(absl::StrFormat(
+          "worker %d: the final checkpoint %s did not commit within %d s", rank_,
+          plan.checkpoint_id(),
+          std::chrono::duration_cast<std::chrono::seconds>(options_.timeout).count()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 absl::Status Session::OpenResume(const herd::v1::JobStatus& job) {
   if (!job.has_resumed()) return absl::OkStatus();
   const auto& from = job.resumed();

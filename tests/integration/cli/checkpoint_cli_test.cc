@@ -1,12 +1,15 @@
 // `herd checkpoint list | verify | inspect | export` through the real binary, on checkpoints
 // written with known values by the checkpoint library; the exported model loaded by Python's
-// torch (/usr/bin/python3, Debian's python3-torch).
+// torch (/usr/bin/python3, Debian's python3-torch). And a real job's final checkpoint, exported
+// and evaluated in Python on the test set.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+
+#include "absl/strings/str_format.h"
 
 #include "checkpoint/env.h"
 #include "common/json.h"
@@ -20,6 +23,18 @@ namespace {
 using scheduler::testing::CliResult;
 using scheduler::testing::RunHerd;
 using ::testing::HasSubstr;
+
+// Runs a command through the shell; its exit code and output (stdout and stderr).
+CliResult RunShell(const std::string& cmd) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) return {-1, "popen failed"};
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
 
 class CheckpointCli : public ::testing::Test {
  protected:
@@ -129,16 +144,9 @@ TEST_F(CheckpointCli, ExportedModelLoadsInPythonTorch) {
 
   const std::string script =
       std::string(HERD_SOURCE_DIR) + "/tests/integration/cli/load_exported_model.py";
-  const std::string cmd = "/usr/bin/python3 " + script + " " + model + " 10 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = pclose(p);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
-  EXPECT_THAT(out, HasSubstr("values match"));
+  CliResult loaded = RunShell("/usr/bin/python3 " + script + " " + model + " 10");
+  EXPECT_EQ(loaded.rc, 0) << loaded.out;
+  EXPECT_THAT(loaded.out, HasSubstr("values match"));
 
   // Asked for the damaged one by name: refused, nothing written.
   CliResult bad =
@@ -146,6 +154,39 @@ TEST_F(CheckpointCli, ExportedModelLoadsInPythonTorch) {
   EXPECT_EQ(bad.rc, 1) << bad.out;
   EXPECT_THAT(bad.out, HasSubstr("DATA_LOSS"));
   EXPECT_FALSE(std::filesystem::exists(dir_->path() + "/bad.pt"));
+}
+
+// A job with a checkpoint directory ends with its final state committed ("final", at the
+// iteration after the last); exported, it is the trained model: evaluated by Python's torch on
+// the test set it gives the accuracy the job reported.
+TEST(CheckpointCliTrained, TheFinalCheckpointExportsTheTrainedModel) {
+  auto dir = TempDir::Create("ckpt-trained");
+  ASSERT_TRUE(dir.ok());
+  const std::string root = dir->path() + "/ckpt", model = dir->path() + "/model.pt";
+  CliResult trained = RunHerd({"local", "--workers", "2", "--mode", "allreduce", "--model", "mlp",
+                               "--epochs", "1", "--train-samples", "6400", "--checkpoint-dir", root,
+                               "--checkpoint-every", "40", "--json"});
+  ASSERT_EQ(trained.rc, 0) << trained.out;
+  const size_t at = trained.out.find("\"test_accuracy\":");
+  ASSERT_NE(at, std::string::npos) << trained.out;
+  const double reported = std::stod(trained.out.substr(at + 16));
+  EXPECT_GT(reported, 0.5) << trained.out;
+
+  // 6400 samples / (2 x 64) = 50 iterations: the policy's at 40, and the final at 50.
+  CliResult listed = RunHerd({"checkpoint", "list", root});
+  ASSERT_EQ(listed.rc, 0) << listed.out;
+  EXPECT_THAT(listed.out, HasSubstr("it-00000040"));
+  EXPECT_THAT(listed.out, HasSubstr("it-00000050"));
+  CliResult exported = RunHerd({"checkpoint", "export", root, "--out", model});
+  ASSERT_EQ(exported.rc, 0) << exported.out;
+  EXPECT_THAT(exported.out, HasSubstr("it-00000050"));
+
+  const std::string script =
+      std::string(HERD_SOURCE_DIR) + "/tests/integration/cli/evaluate_exported_model.py";
+  CliResult evaluated =
+      RunShell(absl::StrFormat("/usr/bin/python3 %s %s mlp /usr/share/datasets/fashion-mnist %.4f",
+                               script, model, reported));
+  EXPECT_EQ(evaluated.rc, 0) << evaluated.out;
 }
 
 }  // namespace
