@@ -104,6 +104,7 @@ class PySession {
   }
 
   int rank() const { return session_->rank(); }
+  int64_t start_iteration() const { return session_->start_iteration(); }
   int size() const { return session_->world_size(); }
   std::string job() const { return session_->job(); }
   std::string mode() const { return session_->mode(); }
@@ -272,6 +273,7 @@ PYBIND11_MODULE(_herd, m) {
       .def(py::init<const py::dict&>())
       .def_property_readonly("rank", &PySession::rank)
       .def_property_readonly("size", &PySession::size)
+      .def_property_readonly("start_iteration", &PySession::start_iteration)
       .def_property_readonly("job", &PySession::job)
       .def_property_readonly("mode", &PySession::mode)
       .def_property_readonly("job_mode", &PySession::job_mode)

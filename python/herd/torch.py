@@ -35,7 +35,8 @@ from . import _herd
 Error = _herd.Error
 
 __all__ = [
-    "init", "rank", "size", "mode", "iteration", "DistributedOptimizer", "broadcast_parameters",
+    "init", "rank", "size", "mode", "iteration", "start_iteration", "DistributedOptimizer",
+    "broadcast_parameters",
     "broadcast", "broadcast_", "allreduce", "finish", "epoch_order", "Error",
 ]
 
@@ -113,6 +114,14 @@ def mode():
 def iteration():
     """Optimizer steps this worker has completed (the index of the next iteration)."""
     return _optimizer._iteration if _optimizer is not None else 0
+
+
+def start_iteration():
+    """The iteration this run begins at: 0, or the cut of the checkpoint the job resumes from
+    (`herd local --resume DIR`, `herd job submit --resume`). A resumed script skips the batches
+    before it; the model's parameters and herd's optimizer state (momentum, Adam, residuals)
+    are the checkpoint's once the DistributedOptimizer is built."""
+    return _require().start_iteration
 
 
 def epoch_order(count, epoch, seed=None):
@@ -252,8 +261,10 @@ class DistributedOptimizer(torch.optim.Optimizer):
         self._prehooked = [False] * len(params)
 
         session.set_optimizer(*self._config)
+        # A resumed job's parameters are written into these tensors here (the checkpoint's).
         session.attach([_herd.TensorArg(n, p.data_ptr(), p.numel(), list(p.shape))
                         for n, p in zip(names, params)], 0)
+        self._iteration = session.start_iteration
 
         self._handles = []
         for t, p in enumerate(params):
@@ -516,6 +527,10 @@ def broadcast_parameters(params, root_rank=0):
     in place, so every worker starts from the same model."""
     if _optimizer is not None:
         _optimizer.synchronize()
+    if _require().start_iteration > 0 and _optimizer is not None:
+        # Resumed: the parameters are the checkpoint's, already what every rank must hold (in
+        # the decentralized modes each rank's own model, which a broadcast would overwrite).
+        return
     items = params.items() if hasattr(params, "items") else params
     for item in items:
         tensor = item[1] if isinstance(item, tuple) else item

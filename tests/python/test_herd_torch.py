@@ -160,6 +160,35 @@ class FeaturesTest(HerdTorchTest):
         self.assertTrained(run, rate=False)
 
 
+class ResumeTest(HerdTorchTest):
+    """A Python job checkpoints by the job's policy and resumes from a checkpoint: the script
+    starts at herd.start_iteration() with the checkpoint's parameters and momentum, and ends
+    bit for bit where the uninterrupted run ended."""
+
+    def checkpoint_dir(self):
+        d = tempfile.mkdtemp(prefix="herd-py-ck-")
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", d]))
+        return os.path.join(d, "ck")
+
+    def test_resume_continues_bit_for_bit(self):
+        whole = self.herd_local("allreduce", ["--iterations", "20"], local_args=[
+            "--checkpoint-dir", self.checkpoint_dir(), "--checkpoint-every", "8"])
+        self.assertTrained(whole)
+        ckpt = self.checkpoint_dir()
+        first = self.herd_local("allreduce", ["--iterations", "12"], local_args=[
+            "--checkpoint-dir", ckpt, "--checkpoint-every", "8"])
+        self.assertEqual(first.rc, 0, first.out + first.err)
+        self.assertTrue(os.path.isdir(os.path.join(ckpt, "it-00000008")), os.listdir(ckpt))
+        resumed = self.herd_local("allreduce", ["--iterations", "20"], local_args=[
+            "--resume", os.path.join(ckpt, "it-00000008")])
+        self.assertEqual(resumed.rc, 0, resumed.out + resumed.err)
+        self.assertEqual(resumed.rank(0)["start"], 8)
+        self.assertEqual(resumed.rank(0)["losses"], whole.rank(0)["losses"][8:])
+        for r in range(2):
+            for a, b in zip(whole.params(r), resumed.params(r)):
+                self.assertTrue(torch.equal(a, b), f"rank {r}: the resumed run differs")
+
+
 class BuiltinMatchTest(HerdTorchTest):
     """A Python MLP with the built-in `mlp`'s initial values and data order gives its losses."""
 

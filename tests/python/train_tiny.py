@@ -113,7 +113,8 @@ def main():
 
     losses, modes, lrs = [], [], []
     n, B = len(x), args.batch
-    for it in range(args.iterations):
+    start = herd.start_iteration()  # a resumed job skips the iterations before its checkpoint
+    for it in range(start, args.iterations):
         if it == args.reassign_at:
             model.fc2.weight = nn.Parameter(model.fc2.weight.detach().clone())
         if it == args.raise_at and rank == args.raise_rank:
@@ -143,7 +144,7 @@ def main():
     torch.save([t.detach().clone() for t in model.parameters()],
                os.path.join(args.out, f"rank-{rank}.pt"))
     with open(os.path.join(args.out, f"rank-{rank}.json"), "w") as f:
-        json.dump({"losses": losses, "modes": modes, "lrs": lrs,
+        json.dump({"losses": losses, "modes": modes, "lrs": lrs, "start": start,
                    "iterations": herd.iteration()}, f)
 
 
