@@ -1,7 +1,8 @@
 // The long checkpoint matrix (label slow), with real processes through `herd local`:
 //  - every mode: killed with SIGKILL after a checkpoint and resumed, a deterministic mode ends
 //    with the parameters and the per-iteration losses of the run that never stopped; ps_async
-//    (not deterministic) resumes at the checkpoint's iteration and finishes;
+//    (not deterministic) holds every push acknowledged before the cut, resumes at the
+//    checkpoint's iteration and finishes;
 //  - a checkpoint of 4 workers and 2 shards resumes at other worker and shard counts and in
 //    another mode, starting from the checkpoint's model (rank 0's first loss is the one the
 //    saved model gives on that batch);
@@ -18,6 +19,10 @@
 #include <string>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "checkpoint/env.h"
+#include "checkpoint/reader.h"
 #include "tests/integration/checkpoint/local_runs.h"
 #include "tests/integration/scheduler/scheduler_process.h"
 
@@ -31,6 +36,29 @@ constexpr int64_t kIterations = 20;
 std::vector<std::string> With(std::vector<std::string> args, std::vector<std::string> extra) {
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
+}
+
+// ps_async: no acknowledged update is lost at a cut. Every worker pushed once per iteration
+// before it and waited for the acknowledgement, and the shard copies its keys only once every
+// worker is at the cut: each key's clocks (pushes applied, per worker) are the cut on every
+// worker.
+void ExpectEveryPushBeforeTheCutApplied(const std::string& path, int64_t cut) {
+  auto reader = checkpoint::OpenCheckpoint(checkpoint::PosixEnv(), path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  const std::optional<std::string> keys = (*reader)->Value("shard-0", "shard/keys");
+  ASSERT_TRUE(keys.has_value());
+  int checked = 0;
+  const std::vector<std::string> lines = absl::StrSplit(*keys, '\n', absl::SkipEmpty());
+  for (const std::string& line : lines) {
+    const std::vector<std::string> f = absl::StrSplit(line, ' ');
+    ASSERT_EQ(f.size(), 3u) << line;
+    const std::optional<std::string> clocks =
+        (*reader)->Value("shard-0", absl::StrCat("clocks/", f[0], "@", f[1]));
+    ASSERT_TRUE(clocks.has_value()) << line;
+    EXPECT_EQ(*clocks, absl::StrCat(cut, ",", cut)) << "key " << line;
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
 }
 
 class EveryMode : public ::testing::TestWithParam<std::string> {};
@@ -49,6 +77,7 @@ TEST_P(EveryMode, KilledAfterACheckpointAndResumed) {
       With(job, {"--checkpoint-dir", ckpt, "--checkpoint-every", "6"}), killed.path,
       [&] { return !Latest(ckpt).empty(); }, std::chrono::seconds(180)));
   const int64_t from = std::stoll(Latest(ckpt).substr(3));
+  if (!deterministic) ExpectEveryPushBeforeTheCutApplied(ckpt + "/" + Latest(ckpt), from);
   LocalRun after = RunLocal(With(job, {"--resume", ckpt}), resumed.path);
   ASSERT_EQ(after.rc, 0) << after.out;
   ASSERT_EQ(after.losses.size(), static_cast<size_t>(kIterations - from)) << after.out;
