@@ -105,6 +105,12 @@ class PySession {
 
   int rank() const { return session_->rank(); }
   int64_t start_iteration() const { return session_->start_iteration(); }
+  void set_program_value(const std::string& key, const std::string& value) {
+    Check(session_->SetProgramValue(key, value));
+  }
+  std::map<std::string, std::string> resumed_program_values() const {
+    return session_->resumed_program_values();
+  }
   int size() const { return session_->world_size(); }
   std::string job() const { return session_->job(); }
   std::string mode() const { return session_->mode(); }
@@ -274,6 +280,8 @@ PYBIND11_MODULE(_herd, m) {
       .def_property_readonly("rank", &PySession::rank)
       .def_property_readonly("size", &PySession::size)
       .def_property_readonly("start_iteration", &PySession::start_iteration)
+      .def("set_program_value", &PySession::set_program_value)
+      .def("resumed_program_values", &PySession::resumed_program_values)
       .def_property_readonly("job", &PySession::job)
       .def_property_readonly("mode", &PySession::mode)
       .def_property_readonly("job_mode", &PySession::job_mode)

@@ -33,6 +33,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -146,6 +147,14 @@ class Session {
   // Where the program is in its data, saved with each checkpoint: set before every
   // BeginIteration (a program that never sets it resumes by iteration alone).
   void SetDataPosition(const DataPosition& at) { position_ = at; }
+  // The program's own values saved with each checkpoint (a front end's `herd.state(...)`): the
+  // values as last set before the checkpoint's iteration began. INVALID_ARGUMENT (nothing
+  // changed) past the bounds: 64 keys, keys of 1-64 characters, 64 KiB per value.
+  absl::Status SetProgramValue(const std::string& key, std::string value);
+  // A resumed job's program values (those its checkpoint saved); empty otherwise.
+  const std::map<std::string, std::string>& resumed_program_values() const {
+    return resumed_program_values_;
+  }
   // After Attach: the job's first iteration and data position (a resumed job's are its
   // checkpoint's; 0 and the start of the data otherwise).
   int64_t start_iteration() const { return start_iteration_; }
@@ -229,6 +238,8 @@ class Session {
   int64_t start_iteration_ = 0;
   int64_t planned_iterations_ = 0;  // as declared by Attach (0: not known)
   DataPosition start_position_;
+  std::map<std::string, std::string> program_values_;          // saved as "program/<key>"
+  std::map<std::string, std::string> resumed_program_values_;  // read at OpenResume
   bool preempted_ = false;
   std::atomic<bool> preemption_asked_{false};
   std::chrono::steady_clock::time_point preempt_deadline_;

@@ -34,6 +34,12 @@ std::string ShardStagedKey(const std::string& id, int shard) {
   return absl::StrFormat("checkpoint/%s/shard-%d", id, shard);
 }
 
+// The program's own values (SetProgramValue) in a worker's file.
+constexpr char kProgramPrefix[] = "program/";
+constexpr size_t kMaxProgramValues = 64;
+constexpr size_t kMaxProgramKey = 64;
+constexpr size_t kMaxProgramValueBytes = 64 << 10;
+
 bool RunsOnServers(std::string_view mode) {
   const plan::ModeInfo* m = plan::FindMode(mode);
   return m != nullptr && m->needs_servers;
@@ -72,6 +78,7 @@ absl::Status Session::TakeCheckpoint(const herd::v1::Plan& plan) {
   state.values["mode"] = std::string(executor_->mode());
   state.values["workers"] = std::to_string(world_size());
   if (rank_ == 0) state.values["params_digest"] = ParamsDigest();
+  for (const auto& [key, value] : program_values_) state.values[kProgramPrefix + key] = value;
 
   if (writer_ == nullptr) writer_ = std::make_unique<checkpoint::CheckpointWriter>();
   writer_->Stage(plan.checkpoint_dir(), id, std::move(state),
@@ -187,6 +194,24 @@ absl::Status Session::StopAtCheckpoint(const herd::v1::Plan& plan) {
   }
 }
 
+absl::Status Session::SetProgramValue(const std::string& key, std::string value) {
+  if (key.empty() || key.size() > kMaxProgramKey) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "a checkpointed value's name has 1 to %d characters, got %d", kMaxProgramKey, key.size()));
+  }
+  if (value.size() > kMaxProgramValueBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("checkpointed value '%s' has %d bytes; at most %d", key, value.size(),
+                        kMaxProgramValueBytes));
+  }
+  if (!program_values_.count(key) && program_values_.size() >= kMaxProgramValues) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "at most %d checkpointed values; '%s' would be one more", kMaxProgramValues, key));
+  }
+  program_values_[key] = std::move(value);
+  return absl::OkStatus();
+}
+
 absl::Status Session::TakeFinalCheckpoint() {
   if (spec_.checkpoint().dir().empty() || planned_iterations_ <= 0 || executor_ == nullptr ||
       iteration_ != planned_iterations_ - 1) {
@@ -246,6 +271,16 @@ absl::Status Session::OpenResume(const herd::v1::JobStatus& job) {
     HERD_ASSIGN_OR_RETURN(start_position_.offset, IntValue(*resume_, first, "data/offset"));
   }
   position_ = start_position_;
+  // Each worker's own program values (at another worker count, rank 0's for the new ranks).
+  const std::string mine = checkpoint::WorkerProcess(rank_ < resume_->workers() ? rank_ : 0);
+  for (const auto& file : resume_->manifest().files()) {
+    if (file.process() != mine) continue;
+    for (const auto& [key, value] : file.values()) {
+      if (key.rfind(kProgramPrefix, 0) == 0) {
+        resumed_program_values_[key.substr(sizeof(kProgramPrefix) - 1)] = value;
+      }
+    }
+  }
   Log().info("worker {}: resuming from {} at iteration {} (data epoch {}, offset {})", rank_,
              from.path(), start_iteration_, start_position_.epoch, start_position_.offset);
   return absl::OkStatus();

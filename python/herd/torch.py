@@ -35,7 +35,7 @@ from . import _herd
 Error = _herd.Error
 
 __all__ = [
-    "init", "rank", "size", "mode", "iteration", "start_iteration", "DistributedOptimizer",
+    "init", "rank", "size", "mode", "iteration", "start_iteration", "state", "DistributedOptimizer",
     "broadcast_parameters",
     "broadcast", "broadcast_", "allreduce", "finish", "epoch_order", "Error",
 ]
@@ -122,6 +122,28 @@ def start_iteration():
     before it; the model's parameters and herd's optimizer state (momentum, Adam, residuals)
     are the checkpoint's once the DistributedOptimizer is built."""
     return _require().start_iteration
+
+
+def state(**values):
+    """Registers the script's own values to come back with a checkpoint (the epoch, the batch,
+    the best accuracy so far: anything JSON can write) and returns what the job resumed with.
+
+        saved = herd.state()                       # {} in a fresh run
+        for epoch in range(saved.get("epoch", 0), epochs):
+            ...
+            herd.state(epoch=epoch + 1)            # as set before a checkpoint's iteration
+
+    Each checkpoint holds the values as last set before its iteration began. At most 64 names
+    of up to 64 characters, 64 KiB of JSON each (ValueError beyond, nothing changed)."""
+    import json
+    s = _require()
+    for name, value in values.items():
+        try:
+            text = json.dumps(value)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"herd.state({name}=...): not a JSON value: {e}") from None
+        s.set_program_value(name, text)  # ValueError past the bounds
+    return {k: json.loads(v) for k, v in s.resumed_program_values().items()}
 
 
 def epoch_order(count, epoch, seed=None):

@@ -183,6 +183,9 @@ class ResumeTest(HerdTorchTest):
             "--resume", os.path.join(ckpt, "it-00000008")])
         self.assertEqual(resumed.rc, 0, resumed.out + resumed.err)
         self.assertEqual(resumed.rank(0)["start"], 8)
+        # herd.state(): the values the script set before the checkpoint's iteration began.
+        self.assertEqual(whole.rank(0)["resumed_state"], {})
+        self.assertEqual(resumed.rank(1)["resumed_state"], {"next_iteration": 8, "note": "at 8"})
         self.assertEqual(resumed.rank(0)["losses"], whole.rank(0)["losses"][8:])
         for r in range(2):
             for a, b in zip(whole.params(r), resumed.params(r)):

@@ -114,7 +114,9 @@ def main():
     losses, modes, lrs = [], [], []
     n, B = len(x), args.batch
     start = herd.start_iteration()  # a resumed job skips the iterations before its checkpoint
+    resumed_state = herd.state()  # what the script registered, as of the checkpoint
     for it in range(start, args.iterations):
+        herd.state(next_iteration=it, note=f"at {it}")
         if it == args.reassign_at:
             model.fc2.weight = nn.Parameter(model.fc2.weight.detach().clone())
         if it == args.raise_at and rank == args.raise_rank:
@@ -145,6 +147,7 @@ def main():
                os.path.join(args.out, f"rank-{rank}.pt"))
     with open(os.path.join(args.out, f"rank-{rank}.json"), "w") as f:
         json.dump({"losses": losses, "modes": modes, "lrs": lrs, "start": start,
+                   "resumed_state": resumed_state,
                    "iterations": herd.iteration()}, f)
 
 
