@@ -136,10 +136,18 @@ class PosixRandomAccessFile final : public RandomAccessFile {
 
 class PosixEnvImpl final : public Env {
  public:
+  // Checkpoints hold the model and every process's state: the directories this creates are
+  // its owner's only (0700, files 0600), as the scheduler's and the shards' state directories.
   absl::Status CreateDirs(const std::string& path) override {
-    std::error_code ec;
-    std::filesystem::create_directories(path, ec);
-    if (ec) return ErrnoToStatus(ec.value(), "mkdir", path);
+    std::string prefix;
+    for (const std::filesystem::path& part : std::filesystem::path(path)) {
+      prefix =
+          prefix.empty() || prefix == "/" ? prefix + part.string() : prefix + "/" + part.string();
+      if (part.empty() || part == "/" || part == "." || part == "..") continue;
+      if (::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
+        return ErrnoToStatus(errno, "mkdir", prefix);
+      }
+    }
     struct stat st;
     if (::stat(path.c_str(), &st) != 0) return ErrnoToStatus(errno, "stat", path);
     if (!S_ISDIR(st.st_mode)) return ErrnoToStatus(ENOTDIR, "mkdir", path);
@@ -148,7 +156,7 @@ class PosixEnvImpl final : public Env {
 
   absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
     const int fd = RetryEintr(
-        [&] { return ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644); });
+        [&] { return ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600); });
     if (fd < 0) return ErrnoToStatus(errno, "open", path);
     return std::make_unique<PosixWritableFile>(path, fd);
   }

@@ -163,6 +163,26 @@ TEST(CheckpointCatalog, ListsOldestFirstAndMarksLatest) {
   }
 }
 
+// A checkpoint holds the model and every process's state: its owner's only.
+TEST(CheckpointFormat, DirectoriesAndFilesAreTheOwnersOnly) {
+  auto dir = TempDir::Create("ckpt");
+  ASSERT_TRUE(dir.ok());
+  const std::string root = dir->path() + "/new/ckpt";
+  ASSERT_TRUE(SaveCheckpoint(PosixEnv(), root, 10, 2).ok());
+  namespace fs = std::filesystem;
+  const auto perms = [](const fs::path& p) { return fs::status(p).permissions() & fs::perms::all; };
+  EXPECT_EQ(perms(dir->path() + "/new"), fs::perms::owner_all);
+  EXPECT_EQ(perms(root), fs::perms::owner_all);
+  int files = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    const fs::perms want = entry.is_directory() ? fs::perms::owner_all
+                                                : fs::perms::owner_read | fs::perms::owner_write;
+    EXPECT_EQ(perms(entry.path()), want) << entry.path();
+    files += entry.is_regular_file() ? 1 : 0;
+  }
+  EXPECT_GE(files, 3);  // two workers' files and the manifest, at least
+}
+
 TEST(CheckpointCommit, RefusesBadRequests) {
   auto dir = TempDir::Create("ckpt");
   ASSERT_TRUE(dir.ok());
