@@ -59,8 +59,10 @@ absl::Status AsyncEngine::PushLocked(KeyState& ks, const PushArgs& args,
   next.params = ks.params;
   next.slot0 = ks.slot0;
   next.slot1 = ks.slot1;
-  ApplyOptimizer(config_.optimizer, *next.params, std::span<const float>(grad, ks.count),
-                 *next.slot0, *next.slot1, ks.version + 1);
+  optim::OptimizerConfig step = config_.optimizer;
+  if (args.learning_rate > 0) step.learning_rate = args.learning_rate;  // this worker's schedule
+  ApplyOptimizer(step, *next.params, std::span<const float>(grad, ks.count), *next.slot0,
+                 *next.slot1, ks.version + 1);
   next.clocks = ks.clocks;
   ++(*next.clocks)[args.worker];
   return CommitRoundLocked(

@@ -186,6 +186,13 @@ absl::Status Engine::Push(const PushArgs& args, Deadline deadline) {
         absl::StrFormat("push of dtype %s for key %s: this shard takes fp32 gradients",
                         std::string(args.dtype), KeyName(args.key))));
   }
+  // The same bound as a job's learning rate (scheduler/limits.h); 0 means the job's.
+  if (args.learning_rate != 0 && !(args.learning_rate > 0 && args.learning_rate <= 1e6)) {
+    return fail(absl::InvalidArgumentError(
+        absl::StrFormat("push from worker %d for key %s has learning rate %g: it must be finite, "
+                        "> 0 and <= 1e6 (or 0 for the job's)",
+                        args.worker, KeyName(args.key), args.learning_rate)));
+  }
   KeyState& ks = **ks_or;
   std::unique_lock<std::mutex> lock(ks.mu);
   if (!ks.initialized) {

@@ -53,6 +53,8 @@ struct PushArgs {
   int64_t round = 0;
   std::string_view data;
   std::string_view dtype;  // "" or "fp32"
+  double learning_rate =
+      0;  // > 0: this push's learning rate (PushChunk.learning_rate); 0: the job's
 };
 
 struct Pulled {
@@ -160,6 +162,7 @@ class Engine {
     std::vector<float> accum;
     std::vector<bool> pushed;
     int pushed_count = 0;
+    double round_learning_rate = 0;  // ps_sync: the round's pushes' (0: the job's)
     // ps_ec.
     std::vector<float> epsilon;
     std::string result;

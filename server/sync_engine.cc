@@ -74,9 +74,20 @@ absl::Status SyncEngine::PushLocked(KeyState& ks, const PushArgs& args,
                                     std::unique_lock<std::mutex>&, Deadline) {
   HERD_RETURN_IF_ERROR(CheckRound(config_, ks.version, ks.pushed, args));
   HERD_RETURN_IF_ERROR(CheckFp32Gradient(args, ks.count));
+  // One round, one step: its pushes step with the same learning rate (the workers follow the
+  // same schedule). A disagreeing push is refused, and the round goes on without it.
+  if (ks.pushed_count > 0 && args.learning_rate != ks.round_learning_rate) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "worker %d pushed round %d of key %s with learning rate %g, but the round's other "
+        "pushes use %g (0: the job's); every worker must step with the same learning rate",
+        args.worker, args.round, KeyName(args.key), args.learning_rate, ks.round_learning_rate));
+  }
   const auto* grad = reinterpret_cast<const float*>(args.data.data());
   if (ks.pushed_count + 1 < config_.workers) {
-    if (ks.pushed_count == 0) ks.refused_round = -1;  // a new try of a refused round
+    if (ks.pushed_count == 0) {
+      ks.refused_round = -1;  // a new try of a refused round
+      ks.round_learning_rate = args.learning_rate;
+    }
     for (int64_t i = 0; i < ks.count; ++i) ks.accum[i] += grad[i];
     ks.pushed[args.worker] = true;
     ++ks.pushed_count;
@@ -95,7 +106,9 @@ absl::Status SyncEngine::PushLocked(KeyState& ks, const PushArgs& args,
   next.params = ks.params;
   next.slot0 = ks.slot0;
   next.slot1 = ks.slot1;
-  ApplyOptimizer(config_.optimizer, *next.params, mean, *next.slot0, *next.slot1, ks.version + 1);
+  optim::OptimizerConfig step = config_.optimizer;
+  if (args.learning_rate > 0) step.learning_rate = args.learning_rate;
+  ApplyOptimizer(step, *next.params, mean, *next.slot0, *next.slot1, ks.version + 1);
   std::vector<bool> pushers = ks.pushed;
   pushers[args.worker] = true;
   absl::Status st = CommitRoundLocked(ks, args.key, std::move(next), PushersOf(pushers));

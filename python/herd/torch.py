@@ -396,14 +396,15 @@ class DistributedOptimizer(torch.optim.Optimizer):
                 _session.before_forward(t)
 
     def _check_mode(self):
-        # ps_sync and ps_async apply the job's optimizer on the shards.
+        # ps_sync and ps_async apply the job's optimizer on the shards, at the learning rate
+        # each push carries (this script's, read every step): the rest must be the job's.
         if not _herd.Session.optimizer_on_shards(self._mode):
             return
         job = _session.job_optimizer()
         name, lr, momentum, wd = self._config[:4]
         mine = {"name": name, "lr": float(self.param_groups[0]["lr"]),
                 "momentum": momentum if name == "momentum" else 0.0, "weight_decay": wd}
-        diff = [f"{k} {mine[k]} (the job's: {job[k]})" for k in ("name", "lr", "momentum",
+        diff = [f"{k} {mine[k]} (the job's: {job[k]})" for k in ("name", "momentum",
                                                                     "weight_decay")
                 if (mine[k] != job[k] if k == "name" else not math.isclose(mine[k], job[k],
                                                                           rel_tol=1e-6))]
@@ -413,8 +414,7 @@ class DistributedOptimizer(torch.optim.Optimizer):
             raise ValueError(
                 f"mode {self._mode} applies the job's optimizer on the shards, and this script's "
                 f"differs: {'; '.join(diff)}. Give the job the same optimizer (herd local "
-                f"--optimizer {name} --lr {mine['lr']}) or train in a mode that applies it on "
-                f"the workers")
+                f"--optimizer {name}) or train in a mode that applies it on the workers")
 
     def zero_grad(self, set_to_none=True):
         # herd takes the gradients from the hooks; None (torch 2's default) saves a pass.
@@ -445,12 +445,9 @@ class DistributedOptimizer(torch.optim.Optimizer):
                     g = p.grad if p.grad is not None else torch.zeros_like(p)
                     self._submit(t, g.contiguous())
             self._raise_hook_error()
-            lr = float(self.param_groups[0]["lr"])
-            if _herd.Session.optimizer_on_shards(self._mode) and not math.isclose(
-                    lr, _session.job_optimizer()["lr"], rel_tol=1e-6):
-                raise ValueError(f"the learning rate changed to {lr}, but mode {self._mode} "
-                                 f"applies the job's fixed learning rate on the shards")
-            _session.set_learning_rate(lr)
+            # Read by the executor at this step: applied here, or carried by the pushes to the
+            # shards (ps_sync, ps_async).
+            _session.set_learning_rate(float(self.param_groups[0]["lr"]))
             self._t_backward = time.perf_counter()
             _session.end_backward()
             if loss is not None:

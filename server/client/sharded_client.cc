@@ -225,6 +225,7 @@ std::vector<std::vector<PushChunk>> ShardedPsClient::MakePushes(
     p.set_chunk(c.key.chunk);
     p.set_round(round);
     p.set_dtype("fp32");
+    if (compressor == nullptr) p.set_learning_rate(learning_rate_);
     const float* data = grads[c.key.tensor].data() + c.offset;
     if (compressor == nullptr) {
       p.set_data(BytesOf(data, c.count));

@@ -71,6 +71,9 @@ class ShardedPsClient {
   const std::vector<float>& residual(KeyId key) { return delta_[key]; }
   // Puts back a residual (a checkpoint, or the executor this worker's replaces).
   void set_residual(KeyId key, std::vector<float> values) { delta_[key] = std::move(values); }
+  // ps_sync / ps_async: the learning rate the next pushes carry (a training program's schedule);
+  // 0 (the default): the job's, as the shards were configured.
+  void set_learning_rate(double lr) { learning_rate_ = lr; }
   PsClient& shard(int id) { return *clients_[id]; }
   int shards() const { return static_cast<int>(clients_.size()); }
 
@@ -101,6 +104,7 @@ class ShardedPsClient {
                           std::vector<std::vector<float>>* params) const;
 
   ShardedOptions options_;
+  double learning_rate_ = 0;
   std::map<KeyId, const ChunkPlacement*> index_;  // into options_.chunks
   std::vector<std::unique_ptr<PsClient>> clients_;
   std::map<KeyId, std::vector<float>> delta_;

@@ -117,6 +117,17 @@ class FeaturesTest(HerdTorchTest):
         self.assertTrained(plain)
         self.assertFalse(torch.equal(run.params(0)[0], plain.params(0)[0]))
 
+    def test_lr_scheduler_steps_the_shards(self):
+        # ps_sync applies the update on the shards, at the learning rate each push carries: the
+        # scheduled run ends where allreduce with the same schedule ends.
+        ps = self.herd_local("ps_sync", ["--scheduler", "--optimizer", "sgd"],
+                             local_args=["--servers", "1", "--optimizer", "sgd"])
+        self.assertTrained(ps)
+        ar = self.herd_local("allreduce", ["--scheduler", "--optimizer", "sgd"])
+        self.assertTrained(ar)
+        for a, b in zip(ps.params(0), ar.params(0)):
+            self.assertTrue(torch.allclose(a, b, atol=1e-5), (a - b).abs().max())
+
     def test_refused_optimizer_setting(self):
         run = self.herd_local("allreduce", ["--optimizer", "nesterov"], workers=1)
         self.assertNotEqual(run.rc, 0)

@@ -106,6 +106,10 @@ class PsExecutor final : public Executor {
         for (float& v : g) v *= scale;
       }
     }
+    // A program that schedules its learning rate (a torch LR scheduler) steps the shards with it.
+    if (context_.optimizer.learning_rate_source) {
+      client_->set_learning_rate(context_.optimizer.learning_rate_source->load());
+    }
     HERD_ASSIGN_OR_RETURN(int64_t version, client_->PushPull(round_, grads_, &answers_));
     // ps_sync: the next round is the version the shards reached; ps_async: the worker's clock.
     round_ = mode_ == PsMode::kSync ? version : round_ + 1;

@@ -53,6 +53,27 @@ TEST(SyncEngineTest, RoundAveragesAllWorkersThenAppliesSgd) {
   EXPECT_EQ(p, (std::vector<float>{0, 2, 2.75, 3.25}));
 }
 
+// A push may carry the worker's learning rate (a scheduled one): the round steps with it. The
+// pushes of one round must agree; a disagreeing one, or a rate out of range, is refused and
+// changes nothing.
+TEST(SyncEngineTest, TheRoundStepsWithThePushesLearningRate) {
+  auto e = Initialised(testing::SmallJob(Mode::kSync, 2));
+  const std::string g0 = Bytes({1, 1, 1, 1}), g1 = Bytes({3, -1, 0, 2});
+  for (double bad : {-1.0, 2e6, std::numeric_limits<double>::infinity(),
+                     std::numeric_limits<double>::quiet_NaN()}) {
+    EXPECT_EQ(e->Push(PushArgs{"j", 0, kA, 0, g0, "fp32", bad}, Later()).code(),
+              absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
+  ASSERT_TRUE(e->Push(PushArgs{"j", 0, kA, 0, g0, "fp32", 0.25}, Later()).ok());
+  const absl::Status disagreeing = e->Push(PushArgs{"j", 1, kA, 0, g1, "fp32", 0.5}, Later());
+  EXPECT_EQ(disagreeing.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(disagreeing.message().find("learning rate 0.5"), std::string::npos) << disagreeing;
+  ASSERT_TRUE(e->Push(PushArgs{"j", 1, kA, 0, g1, "fp32", 0.25}, Later()).ok());
+  // mean gradient {2, 0, 0.5, 1.5} at lr 0.25 (the job's is 0.5)
+  EXPECT_EQ(PullNow(*e, kA, 1), (std::vector<float>{0.5, 2, 2.875, 3.625}));
+}
+
 TEST(SyncEngineTest, SumWhenNotAveraging) {
   auto config = testing::SmallJob(Mode::kSync, 2);
   config.average = false;
