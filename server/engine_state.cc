@@ -198,6 +198,11 @@ absl::Status Engine::ImportState(const StateSource& from) {
     residual_scale = static_cast<double>(config_.workers) / static_cast<double>(*old_workers);
   }
   const std::optional<int64_t> shard_version = ShardIntValue(from, 0, kVersionValue);
+  // A ps_async key's version counts every push; in ps_sync and ps_ec it is the round, which
+  // the workers count too (ps_ec's from their own "ps/version", absent from a ps_async
+  // checkpoint): from ps_async into a round-numbered mode, rounds start again at 0.
+  const bool restart_rounds = config_.mode != Mode::kAsync &&
+                              from.Value(ShardProcess(0), "shard/mode") == ModeName(Mode::kAsync);
 
   // Everything is read first; the keys change only once all of it was.
   std::map<KeyId, KeyCopy> read;
@@ -247,6 +252,7 @@ absl::Status Engine::ImportState(const StateSource& from) {
         break;
       }
     }
+    if (restart_rounds) c.version = 0;
     std::fill(c.clocks.begin(), c.clocks.end(), 0);
     read.emplace(key, std::move(c));
   }

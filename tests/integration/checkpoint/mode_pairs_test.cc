@@ -2,8 +2,10 @@
 // resumes in every other mode, on a tiny model, with real processes through `herd local`. The
 // resumed run starts at the checkpoint's iteration and finishes; where the saved parameters are
 // replicated (every mode but the decentralized ones, whose ranks hold their own models and
-// resume at their average in another mode), rank 0's first loss is the saved run's at that
-// iteration: the model really came from the checkpoint, whatever state the new mode takes.
+// resume at their average in another mode, and ps_async, whose workers trained on copies that
+// may miss the other workers' last pushes while the resumed run takes the shards' model, which
+// has them all), rank 0's first loss is the saved run's at that iteration: the model really
+// came from the checkpoint, whatever state the new mode takes.
 
 #include <gtest/gtest.h>
 
@@ -40,7 +42,7 @@ TEST_P(FromMode, ResumesInEveryOtherMode) {
   ASSERT_EQ(saved.rc, 0) << saved.out;
   const std::string at = ckpt + "/it-0000000" + std::to_string(kCut);
   ASSERT_TRUE(std::filesystem::exists(at + "/MANIFEST")) << saved.out;
-  const bool replicated = from.rfind("decentralized", 0) != 0;
+  const bool replicated = from.rfind("decentralized", 0) != 0 && from != "ps_async";
   const double expected = std::strtod(saved.losses[kCut].c_str(), nullptr);
 
   for (const std::string& to : Modes()) {

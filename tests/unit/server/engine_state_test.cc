@@ -200,6 +200,28 @@ TEST(EngineStateTest, AsyncExportsNowAndRestartsClocks) {
   PushRound(now, kWorkers, 0);
 }
 
+// ps_async's versions count pushes; ps_sync's and ps_ec's count rounds, which the workers count
+// from 0 after a ps_async checkpoint: resumed in those modes the keys start at round 0.
+TEST(EngineStateTest, AsyncIntoARoundModeStartsAtRoundZero) {
+  constexpr int kWorkers = 2;
+  Shards old(Mode::kAsync, kWorkers, 2, 4);
+  InitAll(old);
+  for (int64_t r = 0; r < 2; ++r) PushRound(old, kWorkers, r);
+  const MemoryStateSource source(ExportAll(old, 0), kWorkers);
+  for (Mode mode : {Mode::kSync, Mode::kEc}) {
+    Shards now = Imported(mode, kWorkers, 1, 8, source);
+    for (const auto& [key, p] : now.keys()) {
+      auto pulled = now.Of(key).Pull("j", 0, key, 0, Later());
+      ASSERT_TRUE(pulled.ok()) << pulled.status();
+      EXPECT_EQ(pulled->version, 0) << ModeName(mode);
+    }
+    if (mode == Mode::kSync) {
+      EXPECT_EQ(Pulled(now, 0), Pulled(old, 0));
+      PushRound(now, kWorkers, 0);  // round 0 is open
+    }
+  }
+}
+
 TEST(EngineStateTest, EcResidualScalesWithTheWorkerCount) {
   Shards old(Mode::kEc, 2, 2, 4);
   InitAll(old);
