@@ -22,6 +22,17 @@ bool IsLockError(const rocksdb::Status& st) {
 // may also come back as Incomplete.
 bool IsDamage(const rocksdb::Status& st) { return st.IsCorruption() || st.IsIncomplete(); }
 
+// A process killed while RocksDB wrote a record (a large batch goes out in several writes)
+// leaves that last record incomplete: the log ends inside it, which RocksDB reports as
+// "truncated record body" or "error reading trailing data". That write never returned, so it
+// was never acknowledged. Damage anywhere else (a checksum that does not hold) is not this.
+bool IsTornLastRecord(const rocksdb::Status& st) {
+  if (!st.IsCorruption()) return false;
+  const std::string why = st.ToString();
+  return why.find("truncated record body") != std::string::npos ||
+         why.find("error reading trailing data") != std::string::npos;
+}
+
 // The write-ahead logs an open replays (RocksDB's corruption messages name no file).
 std::string WriteAheadLogs(const std::string& dir) {
   std::vector<std::string> logs;
@@ -93,6 +104,14 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(DatabaseOptions options
   rocksdb::Status st =
       db->OpenDb(o.accept_data_loss ? rocksdb::WALRecoveryMode::kPointInTimeRecovery
                                     : rocksdb::WALRecoveryMode::kAbsoluteConsistency);
+  if (o.drop_torn_last_record && IsTornLastRecord(st)) {
+    Log().warn(
+        "{} in {}: the last record of a write-ahead log ({}) is incomplete: a write cut "
+        "by a crash, never acknowledged; it is dropped ({})",
+        o.what, dir, logs, st.ToString());
+    db->CloseDb();
+    st = db->OpenDb(rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords);
+  }
   if (!st.ok()) {
     if (IsLockError(st)) {
       return absl::FailedPreconditionError(absl::StrFormat(

@@ -47,6 +47,12 @@ struct DatabaseOptions {
   rocksdb::ColumnFamilyOptions cf_options;
   // Open a damaged database at its last consistent point instead of refusing it.
   bool accept_data_loss = false;
+  // A log whose last record is incomplete (a process killed while RocksDB wrote a record larger
+  // than one write: never acknowledged) opens without it instead of being refused. Only for a
+  // database whose owner checks what it recovered against what it acknowledged (the shards:
+  // their durable version against the scheduler's, server/recovery_check.h), since a log cut
+  // by hand inside a record looks the same.
+  bool drop_torn_last_record = false;
   // Below the owner-only layer: the local disk when null; tests pass a FaultFileSystem.
   std::shared_ptr<rocksdb::FileSystem> file_system;
   // The least time between two attempts to resume after a failed write.

@@ -59,6 +59,8 @@ absl::StatusOr<std::unique_ptr<ShardStore>> ShardStore::Open(const std::string& 
   o.cf_options.min_blob_size = 4096;
   o.cf_options.write_buffer_size = 128 << 20;
   o.accept_data_loss = options.accept_data_loss;
+  // A shard killed mid-write restarts; a log cut by hand is caught by its version check.
+  o.drop_torn_last_record = true;
   o.file_system = std::move(options.file_system);
   auto store = std::unique_ptr<ShardStore>(new ShardStore());
   store->dir_ = dir;

@@ -191,6 +191,27 @@ TEST_F(WalDamageTest, ATruncatedLogIsDataLoss) {
   ExpectRefusedThenAccepted(log);
 }
 
+// A process killed while RocksDB wrote its last record leaves that record incomplete. A shard
+// (drop_torn_last_record; its version check catches a log cut by hand) opens without that
+// never-acknowledged write; every other database refuses, as for any truncation.
+TEST_F(WalDamageTest, ATornLastRecordIsDroppedOnlyWhereAskedFor) {
+  {
+    auto db = Open();
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(Put(*db, "k" + std::to_string(i), "small").ok());
+    ASSERT_TRUE(Put(*db, "big", std::string(300 << 10, 'b')).ok());
+  }
+  auto logs = Logs();
+  ASSERT_EQ(logs.size(), 1u);
+  fs::resize_file(logs[0], fs::file_size(logs[0]) - 1000);  // inside the big record
+  EXPECT_TRUE(absl::IsDataLoss(Database::Open(Options()).status()));
+  DatabaseOptions o = Options();
+  o.drop_torn_last_record = true;
+  auto db = Database::Open(o);
+  ASSERT_TRUE(db.ok()) << db.status();
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(Get(**db, "k" + std::to_string(i)), "small");
+  EXPECT_EQ(Get(**db, "big").front(), '<');  // the torn write is not there
+}
+
 TEST_F(WalDamageTest, AnUndamagedLogOpens) {
   WriteAndDamage([](const fs::path&, uintmax_t) {});
   auto db = Open();
