@@ -282,7 +282,7 @@ class JobCommand : public Command {
   }
 
   int Run() override {
-    if (validate_->parsed()) return Validate(file_);
+    if (validate_->parsed()) return ValidateFile(file_);
     if (client_.address.empty()) client_.address = "127.0.0.1:7070";
     if (!client_.tls_ca_file.empty()) client_.tls = true;
     if (!token_file_.empty()) {
@@ -295,8 +295,8 @@ class JobCommand : public Command {
     scheduler::SchedulerClient& c = **client;
 
     if (submit_->parsed()) {
-      auto spec = scheduler::LoadJobSpecFile(file_);
-      if (!spec.ok()) return Fail(spec.status());
+      auto spec = LoadValidSpec(file_);
+      if (!spec.ok()) return FailUsage(spec.status());
       if (!resume_.empty()) spec->set_resume_from(resume_);
       auto job = c.SubmitJob(*spec);
       if (!job.ok()) return Fail(job.status());
@@ -396,15 +396,30 @@ class JobCommand : public Command {
                  std::string(st.message()).c_str());
     return kExitFailure;
   }
+  static int FailUsage(const absl::Status& st) {
+    Fail(st);
+    return kExitUsage;
+  }
+
+  // The file read and checked with the scheduler's own rules, offline; the spec as read (the
+  // scheduler fills in the defaults itself). A later scheduler-side refusal is still possible.
+  static absl::StatusOr<herd::v1::JobSpec> LoadValidSpec(const std::string& file) {
+    auto spec = scheduler::LoadJobSpecFile(file);
+    if (!spec.ok()) return spec.status();
+    auto normalized = scheduler::NormalizeJobSpec(*spec);
+    if (!normalized.ok()) return normalized.status();
+    return *spec;
+  }
 
   // `herd job validate FILE [--json]`: the YAML reader and the scheduler's NormalizeJobSpec,
   // with no scheduler. What needs the scheduler's disk or its other jobs (a resume_from
   // checkpoint, a name already taken, the quotas of held jobs) is checked at submission only.
-  int Validate(const std::string& file) {
+  // A spec that fails is a configuration error (exit 2): submitting it again cannot succeed.
+  int ValidateFile(const std::string& file) {
     auto spec = scheduler::LoadJobSpecFile(file);
-    if (!spec.ok()) return Fail(spec.status());
+    if (!spec.ok()) return FailUsage(spec.status());
     auto normalized = scheduler::NormalizeJobSpec(*spec);
-    if (!normalized.ok()) return Fail(normalized.status());
+    if (!normalized.ok()) return FailUsage(normalized.status());
     if (json_) {
       std::string out;
       google::protobuf::util::JsonPrintOptions opts;

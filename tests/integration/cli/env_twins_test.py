@@ -146,9 +146,19 @@ class JobValidateTest(unittest.TestCase):
                 ("name: j1\nmode: dear\nworkerz: 2\n", "workerz")]:
             with self.subTest(text=text):
                 r = self.validate(text)
-                self.assertEqual(r.returncode, 1, r.stdout)
+                self.assertEqual(r.returncode, 2, r.stdout)
                 self.assertIn(message, r.stderr)
                 self.assertIn("INVALID_ARGUMENT", r.stderr)
+
+    def test_submit_refuses_an_invalid_spec_before_dialling(self):
+        # Exit 2, a configuration error: the scheduler address is never tried.
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+            f.write("name: j1\nmode: ps_sync\nworkers: 2\n")
+            f.flush()
+            r = herd("job", "submit", f.name, env={"HERD_SCHEDULER": "127.0.0.1:1"})
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("servers", r.stderr)
+        self.assertNotIn("UNAVAILABLE", r.stderr)
 
     def test_no_scheduler_is_dialled(self):
         r = self.validate("name: j1\nmode: dear\nworkers: 2\n")
