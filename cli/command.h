@@ -19,6 +19,9 @@ inline constexpr int kExitFailure = 1;  // the command ran and something failed
 // cannot succeed. A Kubernetes pod failure policy fails a whole Job on this code at once
 // instead of retrying the pod (docs/kubernetes.md).
 inline constexpr int kExitUsage = 2;
+// A worker or shard whose job ended without completing (FAILED elsewhere, or CANCELLED): its
+// own restart cannot help, so a pod failure policy fails the Kubernetes Job at once as well.
+inline constexpr int kExitJobEnded = 3;
 
 class Command {
  public:

@@ -135,7 +135,7 @@ class ServerCommand : public Command {
  private:
   static int Fail(const absl::Status& st) {
     std::fprintf(stderr, "herd server: %s\n", std::string(st.message()).c_str());
-    return kExitFailure;
+    return scheduler::IsJobEnded(st) ? kExitJobEnded : kExitFailure;
   }
   static int Usage(const absl::Status& st) {
     std::fprintf(stderr, "herd server: %s\n", std::string(st.message()).c_str());

@@ -1,7 +1,8 @@
 // `herd worker --scheduler ADDR --job NAME`: one training process of a job (worker/runtime.h).
 // It trains the model the job names on its shard of Fashion-MNIST and exits 0 when the job
-// completed; 1 with a message saying what went wrong otherwise (its own error, which fails the
-// job for every other process, or the job's: cancelled, or failed elsewhere). Every flag has an
+// completed; otherwise with a message saying what went wrong: 1 for its own error (which fails
+// the job for every other process), 3 for the job's (cancelled, or failed elsewhere), 2 for
+// bad flags or environment (cli/command.h). Every flag has an
 // environment twin (HERD_SCHEDULER, HERD_JOB, ...) so pods configure themselves.
 
 #include <signal.h>
@@ -177,7 +178,7 @@ class WorkerCommand final : public Command {
  private:
   int Fail(const absl::Status& st) {
     std::fprintf(stderr, "herd worker: %s\n", st.ToString().c_str());
-    return kExitFailure;
+    return scheduler::IsJobEnded(st) ? kExitJobEnded : kExitFailure;
   }
   int Usage(const absl::Status& st) {
     std::fprintf(stderr, "herd worker: %s\n", st.ToString().c_str());

@@ -25,6 +25,7 @@ CHECKPOINT_TIMEOUT_DEFAULT_MS = 10 * 60 * 1000  # job.proto: CheckpointPolicy.ti
 JOBSPEC_CONFIGMAP = "herd-job"                   # before kustomize's hash suffix
 JOBSPEC_KEY = "job.yaml"
 CONFIG_ERROR_EXIT = 2                            # cli/command.h: kExitUsage
+JOB_ENDED_EXIT = 3                               # cli/command.h: kExitJobEnded
 VAR_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 # What a field reference of the Downward API gives a pod, for --check-args offline.
 FIELD_PLACEHOLDERS = {
@@ -299,11 +300,13 @@ class Lint:
         if s.get("completionMode") != "Indexed":
             self.problem("Job herd-workers: completionMode must be Indexed (a rank per index)")
         rules = (s.get("podFailurePolicy") or {}).get("rules", [])
-        if not any(r["action"] == "FailJob" and
-                   CONFIG_ERROR_EXIT in r.get("onExitCodes", {}).get("values", []) and
-                   r.get("onExitCodes", {}).get("operator") == "In" for r in rules):
-            self.problem(f"Job herd-workers: no podFailurePolicy rule fails the Job on exit "
-                         f"{CONFIG_ERROR_EXIT} (a configuration error)")
+        for code, meaning in ((CONFIG_ERROR_EXIT, "a configuration error"),
+                              (JOB_ENDED_EXIT, "the herd job has ended")):
+            if not any(r["action"] == "FailJob" and
+                       code in r.get("onExitCodes", {}).get("values", []) and
+                       r.get("onExitCodes", {}).get("operator") == "In" for r in rules):
+                self.problem(f"Job herd-workers: no podFailurePolicy rule fails the Job on "
+                             f"exit {code} ({meaning})")
         if not any(r["action"] == "Ignore" and any(
                 c.get("type") == "DisruptionTarget" for c in r.get("onPodConditions", []))
                    for r in rules):

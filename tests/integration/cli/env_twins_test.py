@@ -98,7 +98,7 @@ class ScheduledFromTheEnvironmentTest(unittest.TestCase):
             env = {"PATH": os.environ.get("PATH", ""), "HERD_LISTEN": "127.0.0.1:0",
                    "HERD_STATE": os.path.join(d, "state"), "HERD_PORT_FILE": port_file}
             proc = subprocess.Popen([HERD, "scheduler"], env=env, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.PIPE, text=True)
+                                    stderr=subprocess.DEVNULL)
             try:
                 deadline = time.monotonic() + 20
                 while not os.path.exists(port_file):
@@ -119,6 +119,18 @@ class ScheduledFromTheEnvironmentTest(unittest.TestCase):
                          env={"HERD_SCHEDULER": "127.0.0.1:1"})
                 self.assertEqual(r.returncode, 0, r.stderr)
                 self.assertIn("PENDING", r.stdout)
+                # A pod that comes back to a job that has ended (here: cancelled) exits 3, so
+                # a pod failure policy ends the Kubernetes Job instead of retrying the pod.
+                r = herd("job", "cancel", "envjob", env={"HERD_SCHEDULER": address})
+                self.assertEqual(r.returncode, 0, r.stderr)
+                job_env = {"HERD_SCHEDULER": address, "HERD_JOB": "envjob"}
+                r = herd("worker", env={**job_env, "HERD_NAME": "worker-0", "HERD_RANK": "0"})
+                self.assertEqual(r.returncode, 3, r.stderr)
+                self.assertIn("job 'envjob' was cancelled", r.stderr)
+                r = herd("server", env={**job_env, "HERD_STATE": os.path.join(d, "shard"),
+                                        "HERD_LISTEN": "127.0.0.1:0"})
+                self.assertEqual(r.returncode, 3, r.stderr)
+                self.assertIn("cancelled", r.stderr)
             finally:
                 proc.terminate()
                 proc.wait(timeout=20)
