@@ -156,6 +156,14 @@ class Lint:
                     if key in v and not self.exists(kind, v[key].get(field)):
                         self.problem(f"{where(w)}: volume {v['name']} refers to {kind} "
                                      f"{v[key].get(field)}, which does not exist")
+            for v in volumes.values():
+                mode = (v.get("secret") or {}).get("defaultMode", 0o644)
+                ctx = spec.get("securityContext") or {}
+                if "secret" in v and not mode & 0o004 and ctx.get("runAsUser", 0) != 0 and \
+                        "fsGroup" not in ctx:
+                    self.problem(f"{where(w)}: Secret volume {v['name']} has mode "
+                                 f"{mode:04o} but the pod sets no fsGroup: its non-root user "
+                                 f"cannot read it")
             sa = spec.get("serviceAccountName")
             if sa and not self.exists("ServiceAccount", sa):
                 self.problem(f"{where(w)}: ServiceAccount {sa} does not exist")

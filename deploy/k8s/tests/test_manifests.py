@@ -84,6 +84,14 @@ class LintTest(unittest.TestCase):
             with self.subTest(overlay=overlay):
                 self.assertEqual(self.lint(manifests.overlay_dir(overlay), overlay), [])
 
+    def test_the_resume_component_is_clean(self):
+        directory = os.path.join(HERE, "resume-ps")
+        self.assertEqual(self.lint(directory, "ps"), [])
+        submit = [o for o in manifests.render(directory) if o["kind"] == "Job" and
+                  o["metadata"]["name"] == "herd-submit"][0]
+        env = submit["spec"]["template"]["spec"]["containers"][0]["env"]
+        self.assertIn({"name": "HERD_RESUME", "value": "/var/lib/herd/checkpoints/fmnist"}, env)
+
     def test_a_secret_only_an_operator_creates_is_a_finding_without_its_name(self):
         problems = lint.Lint(manifests.render(manifests.overlay_dir("cpu")), ARGS.herd).run()
         self.assertIn("Job herd-workers: volume tls refers to Secret herd-tls, which does not "
