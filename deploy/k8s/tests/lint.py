@@ -107,6 +107,7 @@ class Lint:
             self.check_against_jobspec(spec)
         self.check_workers_job()
         self.check_service_accounts()
+        self.check_one_image()
         self.check_args()
         return self.problems
 
@@ -338,15 +339,24 @@ class Lint:
                 self.problem(f"{where(w)}: the pod mounts an API token")
 
     # --- herd's own flag parsing ---------------------------------------------------------
-    def check_args(self):
-        jobs = []
+    def herd_containers(self):
         for w in self.workloads:
             for c in all_containers(pod_spec(w)):
                 args = c.get("args") or []
-                if c.get("command") or not args or args[0] not in HERD_ROLES:
-                    continue
-                env = tuple(sorted(resolved_env(c, w).items()))
-                jobs.append((w, c, tuple(args), env))
+                if not c.get("command") and args and args[0] in HERD_ROLES:
+                    yield w, c
+
+    def check_one_image(self):
+        images = {}
+        for w, c in self.herd_containers():
+            images.setdefault(c.get("image"), []).append(f"{where(w)} container {c['name']}")
+        if len(images) > 1:
+            self.problem("herd's containers run different images: " + "; ".join(
+                f"{image} in {', '.join(users)}" for image, users in sorted(images.items())))
+
+    def check_args(self):
+        jobs = [(w, c, tuple(c["args"]), tuple(sorted(resolved_env(c, w).items())))
+                for w, c in self.herd_containers()]
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
             results = list(pool.map(lambda j: check_args_cached(self.herd, j[2], j[3]), jobs))
         for (w, c, _, _), (rc, err) in zip(jobs, results):
