@@ -26,6 +26,7 @@ JOBSPEC_CONFIGMAP = "herd-job"                   # before kustomize's hash suffi
 JOBSPEC_KEY = "job.yaml"
 CONFIG_ERROR_EXIT = 2                            # cli/command.h: kExitUsage
 JOB_ENDED_EXIT = 3                               # cli/command.h: kExitJobEnded
+HERD_NON_FLAG_ENV = {"HERD_LOG_LEVEL"}              # read by common/logging.cc, not a flag
 VAR_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 # What a field reference of the Downward API gives a pod, for --check-args offline.
 FIELD_PLACEHOLDERS = {
@@ -108,6 +109,7 @@ class Lint:
         self.check_workers_job()
         self.check_service_accounts()
         self.check_one_image()
+        self.check_environment_names()
         self.check_args()
         return self.problems
 
@@ -354,6 +356,16 @@ class Lint:
             self.problem("herd's containers run different images: " + "; ".join(
                 f"{image} in {', '.join(users)}" for image, users in sorted(images.items())))
 
+    def check_environment_names(self):
+        """A HERD_* variable that is no option's twin is ignored by herd: a typo
+        (HERD_SCHEDULR) would silently leave the flag at its default."""
+        for w, c in self.herd_containers():
+            known = twins_of(self.herd, tuple(c["args"]))
+            for e in c.get("env", []) or []:
+                if e["name"].startswith("HERD_") and e["name"] not in known | HERD_NON_FLAG_ENV:
+                    self.problem(f"{where(w)} container {c['name']}: env {e['name']} is no "
+                                 f"option of `herd {' '.join(c['args'])}`: herd ignores it")
+
     def check_args(self):
         jobs = [(w, c, tuple(c["args"]), tuple(sorted(resolved_env(c, w).items())))
                 for w, c in self.herd_containers()]
@@ -401,6 +413,14 @@ def validate_cached(herd, text):
         r = subprocess.run([herd, "job", "validate", "--json", f.name], capture_output=True,
                            text=True, timeout=60)
     return r.returncode, r.stdout, r.stderr.strip()
+
+
+@functools.lru_cache(maxsize=None)
+def twins_of(herd, args):
+    """The environment twins herd's --help lists for the command `args` names."""
+    r = subprocess.run([herd, *args, "--help"], env={"PATH": os.environ.get("PATH", "")},
+                       capture_output=True, text=True, timeout=60)
+    return frozenset(re.findall(r"\(Env:(HERD_[A-Z0-9_]+)\)", r.stdout))
 
 
 @functools.lru_cache(maxsize=None)
