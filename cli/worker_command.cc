@@ -1,7 +1,8 @@
 // `herd worker --scheduler ADDR --job NAME`: one training process of a job (worker/runtime.h).
 // It trains the model the job names on its shard of Fashion-MNIST and exits 0 when the job
-// completed; 1 with a message saying what went wrong otherwise (its own error, which fails the
-// job for every other process, or the job's: cancelled, or failed elsewhere). Every flag has an
+// completed; otherwise with a message saying what went wrong: 1 for its own error (which fails
+// the job for every other process), 3 for the job's (cancelled, or failed elsewhere), 2 for
+// bad flags or environment (cli/command.h). Every flag has an
 // environment twin (HERD_SCHEDULER, HERD_JOB, ...) so pods configure themselves.
 
 #include <signal.h>
@@ -97,18 +98,26 @@ class WorkerCommand final : public Command {
         ->envname("HERD_SERVER_CA");
   }
 
-  int Run() override {
+  int Validate() override {
     auto& s = options_.session;
     if (rank_ >= 0) s.rank = rank_;
     s.timeout = std::chrono::seconds(timeout_s_);
     s.start_timeout = std::chrono::seconds(start_timeout_s_);
     s.fusion.threshold_bytes = static_cast<size_t>(fusion_kib_) << 10;
     auto wait = scheduler::ParseDurationFlag(wait_for_job_);
-    if (!wait.ok()) return Fail(wait.status());
+    if (!wait.ok()) return Usage(wait.status());
     s.wait_for_job = *wait;
     auto grace = scheduler::ParseDurationFlag(preempt_grace_);
-    if (!grace.ok()) return Fail(grace.status());
+    if (!grace.ok()) return Usage(grace.status());
     s.preempt_grace = *grace;
+    auto backend = transport::ParseBackend(transport_);
+    if (!backend.ok()) return Usage(backend.status());
+    s.transport = *backend;
+    return kExitOk;
+  }
+
+  int Run() override {
+    auto& s = options_.session;
     // SIGTERM is a preemption: the session asks for a last checkpoint and stops at it.
     struct sigaction sa = {};
     // Until the session says a checkpoint can be taken (or at a second SIGTERM) the signal
@@ -122,9 +131,6 @@ class WorkerCommand final : public Command {
     sigaction(SIGTERM, &sa, nullptr);
     s.stop_requested = &g_sigterm;
     s.preemptible = &g_preemptible;
-    auto backend = transport::ParseBackend(transport_);
-    if (!backend.ok()) return Fail(backend.status());
-    s.transport = *backend;
     if (!token_file_.empty()) {
       auto token = rpc::ReadTokenFile(token_file_);
       if (!token.ok()) return Fail(token.status());
@@ -172,7 +178,11 @@ class WorkerCommand final : public Command {
  private:
   int Fail(const absl::Status& st) {
     std::fprintf(stderr, "herd worker: %s\n", st.ToString().c_str());
-    return kExitFailure;
+    return scheduler::IsJobEnded(st) ? kExitJobEnded : kExitFailure;
+  }
+  int Usage(const absl::Status& st) {
+    std::fprintf(stderr, "herd worker: %s\n", st.ToString().c_str());
+    return kExitUsage;
   }
 
   worker::WorkerOptions options_;

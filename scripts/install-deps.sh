@@ -31,6 +31,8 @@ packages=(
   # the Python front end (herd.torch): Debian's torch for /usr/bin/python3 (the same libtorch
   # build as libtorch-dev) and pybind11 for the extension module
   python3-dev python3-torch python3-pybind11 pybind11-dev
+  # the Kubernetes manifests' tests (deploy/k8s/tests): PyYAML reads what kubectl renders
+  python3-yaml
 )
 
 missing=()
@@ -39,6 +41,17 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
+
+# The manifests' schema checks run the npm packages pinned in deploy/k8s/validate (installed by
+# the test itself with `npm ci` into the build tree). Debian's nodejs and npm only where no npm
+# is installed: a node from elsewhere (e.g. NodeSource's, which bundles npm) is kept.
+if ! command -v npm >/dev/null 2>&1; then
+  for p in nodejs npm; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$p")
+    fi
+  done
+fi
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0

@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
@@ -34,6 +35,19 @@ absl::StatusOr<herd::v1::JobStatus> WaitForJob(SchedulerClient& client, const st
   }
 }
 
+namespace {
+constexpr char kJobEndedPayload[] = "type.herd.dev/job-ended";
+
+absl::Status MarkJobEnded(absl::Status st, herd::v1::JobState state) {
+  st.SetPayload(kJobEndedPayload, absl::Cord(herd::v1::JobState_Name(state)));
+  return st;
+}
+}  // namespace
+
+bool IsJobEnded(const absl::Status& status) {
+  return status.GetPayload(kJobEndedPayload).has_value();
+}
+
 absl::Status JobEndedStatus(const std::string& job, herd::v1::JobState state,
                             const std::string& reason) {
   switch (state) {
@@ -41,9 +55,11 @@ absl::Status JobEndedStatus(const std::string& job, herd::v1::JobState state,
     case herd::v1::JOB_PREEMPTED:  // stopped after its checkpoint, as asked: nothing failed
       return absl::OkStatus();
     case herd::v1::JOB_CANCELLED:
-      return absl::CancelledError(absl::StrFormat("job '%s' was cancelled: %s", job, reason));
+      return MarkJobEnded(
+          absl::CancelledError(absl::StrFormat("job '%s' was cancelled: %s", job, reason)), state);
     case herd::v1::JOB_FAILED:
-      return absl::AbortedError(absl::StrFormat("job '%s' failed: %s", job, reason));
+      return MarkJobEnded(absl::AbortedError(absl::StrFormat("job '%s' failed: %s", job, reason)),
+                          state);
     default:
       return absl::FailedPreconditionError(absl::StrFormat("job '%s' has not ended", job));
   }

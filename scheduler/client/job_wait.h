@@ -29,6 +29,11 @@ absl::Status JobEndedStatus(const std::string& job, herd::v1::JobState state,
                             const std::string& reason);
 absl::Status JobEndedStatus(const herd::v1::JobStatus& status);
 
+// True for a status JobEndedStatus made for a CANCELLED or FAILED job (it carries a payload
+// that survives copies): the process stops because its job has ended, not because of its own
+// error, and running it again cannot help. `herd worker` and `herd server` exit 3 on it.
+bool IsJobEnded(const absl::Status& status);
+
 // Parses a duration flag: "300", "300s", "5m", "1h30m" (plain numbers are seconds).
 absl::StatusOr<std::chrono::milliseconds> ParseDurationFlag(const std::string& text);
 

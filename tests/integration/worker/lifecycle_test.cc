@@ -145,8 +145,9 @@ TEST_F(Lifecycle, ACancelledJobsProcessesExitWithTheReason) {
   auto cancel = RunHerd(
       {"job", "cancel", "long", "--reason", "operator test", "--scheduler", sched_.address()});
   ASSERT_EQ(cancel.rc, 0) << cancel.out;
+  // Exit 3: the job ended without completing (cli/command.h), not the process's own error.
   for (auto [pid, name] : {std::pair{w0, "w0"}, {w1, "w1"}, {s0, "server"}}) {
-    EXPECT_EQ(ExitCode(pid, 30), 1) << name << ": " << ReadFile(Log(name));
+    EXPECT_EQ(ExitCode(pid, 30), 3) << name << ": " << ReadFile(Log(name));
     EXPECT_NE(ReadFile(Log(name)).find("was cancelled: operator test"), std::string::npos)
         << name << ": " << ReadFile(Log(name));
   }
@@ -161,7 +162,7 @@ TEST_F(Lifecycle, AWorkerThatDiesFailsTheJobAndTheSurvivorNamesIt) {
   WaitForIteration3("fragile");
   const auto killed_at = std::chrono::steady_clock::now();
   ::kill(w1, SIGKILL);
-  EXPECT_EQ(ExitCode(w0, 30), 1) << ReadFile(Log("w0"));
+  EXPECT_EQ(ExitCode(w0, 30), 3) << "the job failed elsewhere: " << ReadFile(Log("w0"));
   const auto took = std::chrono::steady_clock::now() - killed_at;
   EXPECT_LT(took, std::chrono::seconds(10)) << "the survivor stops soon after the death";
   const std::string out = ReadFile(Log("w0"));
@@ -183,7 +184,7 @@ TEST_F(Lifecycle, APsSyncWorkerThatDiesEndsTheSurvivorWithinTheHeartbeatDeadline
   WaitForIteration3("psdeath");
   const auto killed_at = std::chrono::steady_clock::now();
   ::kill(w1, SIGKILL);
-  EXPECT_EQ(ExitCode(w0, 60), 1) << ReadFile(Log("w0"));
+  EXPECT_EQ(ExitCode(w0, 60), 3) << "the job failed elsewhere: " << ReadFile(Log("w0"));
   const auto took = std::chrono::steady_clock::now() - killed_at;
   // Death declared within 2.2 s, heard at the next heartbeat (every 2/3 s): 8 s leaves room for
   // a loaded machine and is far below the shard's round deadline (the worker's --timeout, 120 s).
@@ -191,7 +192,7 @@ TEST_F(Lifecycle, APsSyncWorkerThatDiesEndsTheSurvivorWithinTheHeartbeatDeadline
   const std::string out = ReadFile(Log("w0"));
   EXPECT_NE(out.find("worker 'w1' (rank 1) declared dead"), std::string::npos) << out;
   EXPECT_EQ(out.find("Deadline Exceeded"), std::string::npos) << out;
-  EXPECT_EQ(ExitCode(s0, 30), 1) << ReadFile(Log("server"));
+  EXPECT_EQ(ExitCode(s0, 30), 3) << ReadFile(Log("server"));
 }
 
 // A shard killed and restarted on its state directory without a fixed port gets a new port and
