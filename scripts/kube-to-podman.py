@@ -8,7 +8,8 @@ cluster's controllers and kubelet would do, and nothing else:
   it, so a pod played again takes its own volume back.
 - Job -> one Pod per completion index (NAME-I, or NAME for a non-indexed Job), with the
   `batch.kubernetes.io/job-completion-index` annotation and label and the JOB_COMPLETION_INDEX
-  variable the Job controller adds.
+  variable the Job controller adds; restartPolicy Never becomes OnFailure while the Job allows
+  retries (the controller would replace a failed pod; podman restarts its container).
 - Pod, Deployment, ConfigMap, PersistentVolumeClaim: kept (podman plays them).
 - Service, NetworkPolicy, PodDisruptionBudget, ServiceAccount, Role(Binding), Namespace:
   dropped: they are API objects with no process; what they mean is checked by the offline lint.
@@ -16,15 +17,16 @@ cluster's controllers and kubelet would do, and nothing else:
   to their values, as the kubelet does before it starts a container.
 - Host network: every pod gets `hostNetwork: true`, and, as all pods then share one loopback,
   each declared containerPort of each pod is moved to a port of its own (from --port-base up).
-  An address naming a Service, a pod's DNS name, 0.0.0.0 or the pod's own port becomes
-  127.0.0.1:PORT, so nothing listens beyond loopback and every client dials the right pod.
+  An address naming a Service, a pod's DNS name, 0.0.0.0, the pod's own port or (on
+  loopback) a port only one pod declares becomes 127.0.0.1:PORT, so nothing listens beyond
+  loopback and every client dials the right pod.
 - Secret volumes -> read-only hostPath directories holding the Secret's keys as files (podman
   4.3 crashes on a Secret volume); /dev/shm emptyDir (medium Memory) dropped: podman mounts a
   tmpfs /dev/shm writable by any user, while its emptyDir there would be root's.
 - Probes dropped: podman 4.3 runs no gRPC probe (the manifests' are grpc.health.v1); the run
   script waits for readiness itself.
 
-Usage: kube-to-podman.py --image IMAGE --secrets-dir DIR [--port-base P] < rendered.yaml
+Usage: kube-to-podman.py --image IMAGE --secrets-dir DIR [--port-base P] [--set F=V]... < in.yaml
 Writes the objects to play on stdout, a port map to --port-map and, to --client, the submit
 step's container (the one running `herd job ...`) as env, files and args for `podman run`.
 """
@@ -91,7 +93,14 @@ def expand_job(obj):
             pod["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] = str(index)
             pod["metadata"].setdefault("annotations", {})["batch.kubernetes.io/job-completion-index"] = str(index)
             for container in pod["spec"].get("initContainers", []) + pod["spec"]["containers"]:
-                container.setdefault("env", []).insert(0, {"name": "JOB_COMPLETION_INDEX", "value": str(index)})
+                env = container.setdefault("env", [])
+                if not any(v["name"] == "JOB_COMPLETION_INDEX" for v in env):
+                    env.insert(0, {"name": "JOB_COMPLETION_INDEX", "value": str(index)})
+        # The controller replaces a failed pod while the Job allows retries; podman's nearest
+        # is to restart the failed container in place.
+        retries = spec.get("backoffLimit", 6) > 0 or spec.get("backoffLimitPerIndex", 0) > 0
+        if retries and pod["spec"].get("restartPolicy", "Never") == "Never":
+            pod["spec"]["restartPolicy"] = "OnFailure"
         out.append(pod)
     return out
 
@@ -169,6 +178,32 @@ def strings_of(container):
             yield var, "value"
 
 
+def set_jobspec_fields(objects, assignments):
+    """--set: fields of every JobSpec (a ConfigMap value with name, mode and workers) changed."""
+    changed = 0
+    for o in objects:
+        if o["kind"] != "ConfigMap":
+            continue
+        for key, text in (o.get("data") or {}).items():
+            try:
+                spec = yaml.safe_load(text)
+            except yaml.YAMLError:
+                continue
+            if not (isinstance(spec, dict) and {"name", "mode", "workers"} <= spec.keys()):
+                continue
+            for assignment in assignments:
+                field, _, value = assignment.partition("=")
+                *parents, leaf = field.split(".")
+                node = spec
+                for parent in parents:
+                    node = node.setdefault(parent, {})
+                node[leaf] = yaml.safe_load(value)
+            o["data"][key] = yaml.safe_dump(spec, sort_keys=False)
+            changed += 1
+    if not changed:
+        fail("--set: no ConfigMap holds a JobSpec")
+
+
 def write_client(path, pods, config_maps, files_dir):
     """The submit step's container, to run `herd job ...` beside the pods with its settings."""
     for pod in pods:
@@ -207,11 +242,16 @@ def main():
     parser.add_argument("--secrets-dir", required=True, help="Where Secrets' keys are written as files")
     parser.add_argument("--port-base", type=int, default=17000)
     parser.add_argument("--port-map", help="Write 'POD CONTAINERPORT PORT' lines here")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="Change a field of the JobSpec in the ConfigMaps (e.g. "
+                        "training.epochs=3); VALUE is YAML")
     parser.add_argument("--client", help="Write, as JSON, how to run the submit step's container "
                         "by hand (env, files mounted, args): the run script's job client")
     args = parser.parse_args()
 
     objects = [o for o in yaml.safe_load_all(sys.stdin) if o]
+    if args.set:
+        set_jobspec_fields(objects, args.set)
     config_maps = {o["metadata"]["name"]: o.get("data", {}) for o in objects if o["kind"] == "ConfigMap"}
     secrets = {}
     for o in objects:
@@ -254,6 +294,13 @@ def main():
         labels = pod["metadata"].get("labels", {})
         return selector and all(labels.get(k) == v for k, v in selector.items())
 
+    # A port declared by one pod only: a loopback address with it reaches that pod (manifests
+    # written for the host network address each other as 127.0.0.1:PORT).
+    owners = {}
+    for (pod_name, original) in ports:
+        owners.setdefault(original, []).append(pod_name)
+    loopback_owner = {port: names[0] for port, names in owners.items() if len(names) == 1}
+
     names = {}  # DNS name -> pod it reaches
     for pod in pods:
         pod_name = pod["metadata"]["name"]
@@ -290,8 +337,11 @@ def main():
             target = dns_pod(host)
             if target is not None and (target["metadata"]["name"], port) in ports:
                 return f"127.0.0.1:{ports[(target['metadata']['name'], port)]}"
-            if (pod_name, port) in ports and host in ("0.0.0.0", "[::]", "127.0.0.1", "localhost"):
-                return f"127.0.0.1:{ports[(pod_name, port)]}"
+            if host in ("0.0.0.0", "[::]", "127.0.0.1", "localhost"):
+                if (pod_name, port) in ports:
+                    return f"127.0.0.1:{ports[(pod_name, port)]}"
+                if port in loopback_owner:
+                    return f"127.0.0.1:{ports[(loopback_owner[port], port)]}"
             if host in ("0.0.0.0", "[::]"):
                 return f"127.0.0.1:{port}"
             return match.group(0)

@@ -13,7 +13,9 @@
 #   scripts/podman-run.sh [--keep]      --keep: leave the pods, volumes and files for a look
 # Environment: HERD_IMAGE (default localhost/herd:dev, made by scripts/build-image.sh),
 # HERD_RENDERED (a rendered YAML to play instead of the local overlay), HERD_TOLERANCE
-# (largest accuracy difference accepted, default 0.02).
+# (largest accuracy difference accepted, default 0.02), HERD_JOB_SET (JobSpec fields changed
+# before playing, FIELD=VALUE separated by spaces; default: a job long enough for the drills,
+# see below; empty: the overlay's job as it is).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +24,9 @@ tolerance=${HERD_TOLERANCE:-0.02}
 keep=0
 if [ "${1:-}" = "--keep" ]; then keep=1; fi
 python=/usr/bin/python3
+# The drills land one after another while the job trains, each after 10 more iterations; the
+# local overlay's job (50 iterations of a few milliseconds) would end before the first.
+default_job_set="training.train_samples=60000 training.epochs=1"
 
 ./scripts/podman-setup.sh
 if ! podman image exists "$image"; then
@@ -53,7 +58,9 @@ for _ in range(100):
         for s in socks: s.close()
 EOF
 )
-$python scripts/kube-to-podman.py --image "$image" --secrets-dir "$work/files" \
+set_flags=()
+for assignment in ${HERD_JOB_SET-$default_job_set}; do set_flags+=(--set "$assignment"); done
+$python scripts/kube-to-podman.py --image "$image" --secrets-dir "$work/files" "${set_flags[@]}" \
   --port-base "$port_base" --port-map "$work/ports" --client "$work/client.json" \
   < "$work/rendered.yaml" > "$work/play.yaml"
 
