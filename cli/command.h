@@ -15,7 +15,10 @@ namespace herd::cli {
 // Exit codes every subcommand uses.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;  // the command ran and something failed
-inline constexpr int kExitUsage = 2;    // bad flags or arguments: nothing was run
+// Bad flags, arguments or environment: nothing was run, and running the same command again
+// cannot succeed. A Kubernetes pod failure policy fails a whole Job on this code at once
+// instead of retrying the pod (docs/kubernetes.md).
+inline constexpr int kExitUsage = 2;
 
 class Command {
  public:
@@ -23,7 +26,11 @@ class Command {
   // Adds the subcommand's options (and its own subcommands) to `app`, which main() created with
   // the registered name and description. Bound variables are members of the Command.
   virtual void Configure(CLI::App& app) = 0;
-  // Runs once parsing succeeded; returns the process exit code.
+  // Checks what CLI11 cannot (durations, enumerations, combinations of flags) and turns the
+  // values into the options Run uses. Opens no file, binds no port, dials no one: `herd ...
+  // --check-args` runs it alone. On a bad value prints the error and returns kExitUsage.
+  virtual int Validate() { return kExitOk; }
+  // Runs once parsing and Validate succeeded; returns the process exit code.
   virtual int Run() = 0;
 };
 

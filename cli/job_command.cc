@@ -1,6 +1,6 @@
 // `herd job`: the operator's client of the scheduler. Subcommands submit, status, list,
 // set-mode, plan, checkpoint, cancel and delete, all with --scheduler ADDR (docs/scheduler.md,
-// "Command line").
+// "Command line"); and validate, which checks a JobSpec file offline.
 
 #include <google/protobuf/util/json_util.h>
 
@@ -19,6 +19,7 @@
 #include "proto/rpc/grpc_support.h"
 #include "scheduler/client/job_yaml.h"
 #include "scheduler/client/scheduler_client.h"
+#include "scheduler/job_spec.h"
 #include "scheduler/scheduler_core.h"
 #include "scheduler/service.h"
 
@@ -229,7 +230,6 @@ class JobCommand : public Command {
  public:
   void Configure(CLI::App& app) override {
     app.require_subcommand(1);
-    if (const char* env = std::getenv("HERD_SCHEDULER")) client_.address = env;
     auto common = [&](CLI::App* sub) {
       sub->add_option("--scheduler", client_.address,
                       "host:port of the scheduler (default: $HERD_SCHEDULER or 127.0.0.1:7070)");
@@ -239,6 +239,12 @@ class JobCommand : public Command {
                       "PEM roots that sign the scheduler's certificate (implies --tls)");
       return sub;
     };
+    validate_ = app.add_subcommand(
+        "validate", "Check a YAML JobSpec file offline with the scheduler's own rules");
+    validate_->add_option("FILE", file_, "the YAML JobSpec (format: docs/scheduler.md)")
+        ->required();
+    validate_->add_flag("--json", json_,
+                        "Print the spec as the scheduler would store it (defaults filled in)");
     submit_ = common(app.add_subcommand("submit", "Submit a job from a YAML JobSpec file"));
     submit_->add_option("FILE", file_, "the YAML JobSpec (format: docs/scheduler.md)")->required();
     submit_->add_option("--resume", resume_,
@@ -276,6 +282,7 @@ class JobCommand : public Command {
   }
 
   int Run() override {
+    if (validate_->parsed()) return ValidateFile(file_);
     if (client_.address.empty()) client_.address = "127.0.0.1:7070";
     if (!client_.tls_ca_file.empty()) client_.tls = true;
     if (!token_file_.empty()) {
@@ -288,8 +295,8 @@ class JobCommand : public Command {
     scheduler::SchedulerClient& c = **client;
 
     if (submit_->parsed()) {
-      auto spec = scheduler::LoadJobSpecFile(file_);
-      if (!spec.ok()) return Fail(spec.status());
+      auto spec = LoadValidSpec(file_);
+      if (!spec.ok()) return FailUsage(spec.status());
       if (!resume_.empty()) spec->set_resume_from(resume_);
       auto job = c.SubmitJob(*spec);
       if (!job.ok()) return Fail(job.status());
@@ -389,6 +396,43 @@ class JobCommand : public Command {
                  std::string(st.message()).c_str());
     return kExitFailure;
   }
+  static int FailUsage(const absl::Status& st) {
+    Fail(st);
+    return kExitUsage;
+  }
+
+  // The file read and checked with the scheduler's own rules, offline; the spec as read (the
+  // scheduler fills in the defaults itself). A later scheduler-side refusal is still possible.
+  static absl::StatusOr<herd::v1::JobSpec> LoadValidSpec(const std::string& file) {
+    auto spec = scheduler::LoadJobSpecFile(file);
+    if (!spec.ok()) return spec.status();
+    auto normalized = scheduler::NormalizeJobSpec(*spec);
+    if (!normalized.ok()) return normalized.status();
+    return *spec;
+  }
+
+  // `herd job validate FILE [--json]`: the YAML reader and the scheduler's NormalizeJobSpec,
+  // with no scheduler. What needs the scheduler's disk or its other jobs (a resume_from
+  // checkpoint, a name already taken, the quotas of held jobs) is checked at submission only.
+  // A spec that fails is a configuration error (exit 2): submitting it again cannot succeed.
+  int ValidateFile(const std::string& file) {
+    auto spec = scheduler::LoadJobSpecFile(file);
+    if (!spec.ok()) return FailUsage(spec.status());
+    auto normalized = scheduler::NormalizeJobSpec(*spec);
+    if (!normalized.ok()) return FailUsage(normalized.status());
+    if (json_) {
+      std::string out;
+      google::protobuf::util::JsonPrintOptions opts;
+      opts.always_print_primitive_fields = true;
+      (void)google::protobuf::util::MessageToJsonString(*normalized, &out, opts);
+      std::printf("%s\n", out.c_str());
+      return kExitOk;
+    }
+    std::printf("%s: job %s is valid: %s, %d workers, %d servers, %d tensors\n", file.c_str(),
+                normalized->name().c_str(), ModeText(normalized->mode()).c_str(),
+                normalized->workers(), normalized->servers(), normalized->tensors_size());
+    return kExitOk;
+  }
 
   // `herd job checkpoint NAME [--wait]`: exit 0 once requested (with --wait: once committed).
   int Checkpoint(scheduler::SchedulerClient& c) {
@@ -433,8 +477,8 @@ class JobCommand : public Command {
   std::string resume_, dir_;
   bool wait_ = false;
   int wait_timeout_s_ = 600;
-  CLI::App *submit_ = nullptr, *status_ = nullptr, *list_ = nullptr, *set_mode_ = nullptr,
-           *plan_ = nullptr, *cancel_ = nullptr, *delete_ = nullptr;
+  CLI::App *validate_ = nullptr, *submit_ = nullptr, *status_ = nullptr, *list_ = nullptr,
+           *set_mode_ = nullptr, *plan_ = nullptr, *cancel_ = nullptr, *delete_ = nullptr;
   std::string file_, name_, reason_;
   std::string mode_;
   ModeOptions mode_options_;
@@ -445,7 +489,7 @@ class JobCommand : public Command {
 
 HERD_REGISTER_COMMAND(JobCommand, "job", 20,
                       "Client of the scheduler: submit, status, list, set-mode, plan, checkpoint, "
-                      "cancel, delete");
+                      "cancel, delete; validate a JobSpec offline");
 
 }  // namespace
 }  // namespace herd::cli

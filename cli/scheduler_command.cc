@@ -41,15 +41,25 @@ class SchedulerCommand : public Command {
                  "(acknowledged changes after the damage are lost) instead of refusing it");
   }
 
-  int Run() override {
-    absl::Duration timeout;
-    if (!absl::ParseDuration(heartbeat_timeout_, &timeout) || timeout < absl::Milliseconds(1)) {
+  int Validate() override {
+    if (!absl::ParseDuration(heartbeat_timeout_, &heartbeat_timeout_parsed_) ||
+        heartbeat_timeout_parsed_ < absl::Milliseconds(1)) {
       std::fprintf(stderr,
                    "herd scheduler: --heartbeat-timeout '%s' is not a duration >= 1ms "
                    "(write e.g. 10s or 500ms)\n",
                    heartbeat_timeout_.c_str());
       return kExitUsage;
     }
+    if (server_.tls_cert_file.empty() != server_.tls_key_file.empty()) {
+      std::fprintf(stderr,
+                   "herd scheduler: TLS needs both --tls-cert and --tls-key (PEM files); give both "
+                   "or neither\n");
+      return kExitUsage;
+    }
+    return kExitOk;
+  }
+
+  int Run() override {
     if (!token_file_.empty()) {
       auto token = rpc::ReadTokenFile(token_file_);
       if (!token.ok()) return Fail(token.status());
@@ -65,7 +75,7 @@ class SchedulerCommand : public Command {
 
     scheduler::SchedulerOptions options;
     options.state_dir = state_dir_;
-    options.heartbeat_timeout = absl::ToChronoMilliseconds(timeout);
+    options.heartbeat_timeout = absl::ToChronoMilliseconds(heartbeat_timeout_parsed_);
     options.accept_data_loss = accept_data_loss_;
     auto core = scheduler::SchedulerCore::Open(std::move(options));
     if (!core.ok()) return Fail(core.status());
@@ -99,6 +109,7 @@ class SchedulerCommand : public Command {
   std::string state_dir_;
   bool accept_data_loss_ = false;
   std::string heartbeat_timeout_ = "10s";
+  absl::Duration heartbeat_timeout_parsed_;
   std::string token_file_;
   std::string port_file_;
 };

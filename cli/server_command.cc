@@ -95,7 +95,7 @@ class ServerCommand : public Command {
         ->capture_default_str();
   }
 
-  int Run() override {
+  int Validate() override {
     auto durability = server::ParseDurability(durability_);
     if (!durability.ok()) return Usage(durability.status());
     options_.durability = *durability;
@@ -105,9 +105,17 @@ class ServerCommand : public Command {
     auto grace = scheduler::ParseDurationFlag(preempt_grace_);
     if (!grace.ok()) return Usage(grace.status());
     options_.preempt_grace = *grace;
+    if (options_.service.tls_cert_file.empty() != options_.service.tls_key_file.empty()) {
+      return Usage(absl::InvalidArgumentError(
+          "TLS needs both --tls-cert and --tls-key (PEM files); give both or neither"));
+    }
     options_.register_timeout = std::chrono::seconds(register_timeout_s_);
     options_.service.stream_idle_timeout =
         std::chrono::milliseconds(static_cast<int64_t>(stream_idle_s_ * 1000));
+    return kExitOk;
+  }
+
+  int Run() override {
     if (!token_file_.empty()) {
       auto token = rpc::ReadTokenFile(token_file_);
       if (!token.ok()) return Fail(token.status());

@@ -97,18 +97,26 @@ class WorkerCommand final : public Command {
         ->envname("HERD_SERVER_CA");
   }
 
-  int Run() override {
+  int Validate() override {
     auto& s = options_.session;
     if (rank_ >= 0) s.rank = rank_;
     s.timeout = std::chrono::seconds(timeout_s_);
     s.start_timeout = std::chrono::seconds(start_timeout_s_);
     s.fusion.threshold_bytes = static_cast<size_t>(fusion_kib_) << 10;
     auto wait = scheduler::ParseDurationFlag(wait_for_job_);
-    if (!wait.ok()) return Fail(wait.status());
+    if (!wait.ok()) return Usage(wait.status());
     s.wait_for_job = *wait;
     auto grace = scheduler::ParseDurationFlag(preempt_grace_);
-    if (!grace.ok()) return Fail(grace.status());
+    if (!grace.ok()) return Usage(grace.status());
     s.preempt_grace = *grace;
+    auto backend = transport::ParseBackend(transport_);
+    if (!backend.ok()) return Usage(backend.status());
+    s.transport = *backend;
+    return kExitOk;
+  }
+
+  int Run() override {
+    auto& s = options_.session;
     // SIGTERM is a preemption: the session asks for a last checkpoint and stops at it.
     struct sigaction sa = {};
     // Until the session says a checkpoint can be taken (or at a second SIGTERM) the signal
@@ -122,9 +130,6 @@ class WorkerCommand final : public Command {
     sigaction(SIGTERM, &sa, nullptr);
     s.stop_requested = &g_sigterm;
     s.preemptible = &g_preemptible;
-    auto backend = transport::ParseBackend(transport_);
-    if (!backend.ok()) return Fail(backend.status());
-    s.transport = *backend;
     if (!token_file_.empty()) {
       auto token = rpc::ReadTokenFile(token_file_);
       if (!token.ok()) return Fail(token.status());
@@ -173,6 +178,10 @@ class WorkerCommand final : public Command {
   int Fail(const absl::Status& st) {
     std::fprintf(stderr, "herd worker: %s\n", st.ToString().c_str());
     return kExitFailure;
+  }
+  int Usage(const absl::Status& st) {
+    std::fprintf(stderr, "herd worker: %s\n", st.ToString().c_str());
+    return kExitUsage;
   }
 
   worker::WorkerOptions options_;

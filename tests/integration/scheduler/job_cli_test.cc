@@ -111,7 +111,7 @@ TEST(JobCli, SubmitPlanSetModeStatusListCancel) {
   EXPECT_NE(r.out.find("NOT_FOUND"), std::string::npos) << r.out;
   std::ofstream(dir.path() + "/bad.yaml") << "name: j2\nworkers: 0\nmode: allreduce\n";
   r = RunHerd({"job", "submit", dir.path() + "/bad.yaml", "--scheduler", addr});
-  EXPECT_EQ(r.rc, 1);
+  EXPECT_EQ(r.rc, 2) << "a spec that cannot pass is a configuration error: " << r.out;
   EXPECT_NE(r.out.find("workers"), std::string::npos) << r.out;
   r = RunHerd({"job", "plan", "j1", "--scheduler", addr});
   EXPECT_EQ(r.rc, 2) << "missing --iteration is a usage error: " << r.out;

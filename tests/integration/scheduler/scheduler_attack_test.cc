@@ -339,7 +339,7 @@ TEST(SchedulerAttack, HugeOrDeepJobSpecFilesAreRefusedByTheClient) {
   // checks made before the file is read whole (size) and before it is parsed (nesting).
   for (const std::string& file : {big, deep}) {
     auto r = testing::RunHerd({"job", "submit", file, "--scheduler", "127.0.0.1:1"});
-    EXPECT_EQ(r.rc, 1) << r.out;
+    EXPECT_EQ(r.rc, 2) << r.out;  // a configuration error
     EXPECT_NE(r.out.find(file == big ? "at most 1048576 bytes" : "collections nest"),
               std::string::npos)
         << r.out;
