@@ -16,5 +16,6 @@ start=$(date +%s)
 nice -n "${NICE:-10}" flock -s "$lock" \
   podman build --pull=never --layers -f deploy/docker/Dockerfile \
     --build-arg JOBS="${JOBS:-2}" -t "$tag" .
+podman image exists "$tag" || { echo "build-image: podman build ended without $tag" >&2; exit 1; }
 echo "build-image: $tag built in $(( $(date +%s) - start )) s" >&2
 podman image ls "$tag"
