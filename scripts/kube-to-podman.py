@@ -62,6 +62,7 @@ def expand_statefulset(obj):
         pod["metadata"]["labels"]["statefulset.kubernetes.io/pod-name"] = pod_name
         pod["metadata"]["labels"]["apps.kubernetes.io/pod-index"] = str(index)
         pod["spec"]["hostname"] = pod_name
+        pod["spec"].setdefault("restartPolicy", "Always")  # the API server's default
         if spec.get("serviceName"):
             pod["spec"]["subdomain"] = spec["serviceName"]
         claims = []
