@@ -20,7 +20,7 @@ chmod 755 "$work"
 tag=herd-check-$$
 cleanup() {
   for c in $(podman ps -a --filter "label=herd-check=$tag" --format '{{.Names}}'); do
-    podman rm -f "$c" >/dev/null 2>&1 || true
+    podman rm -f -v "$c" >/dev/null 2>&1 || true
   done
   podman volume rm -f "$tag-scheduler" "$tag-shard" >/dev/null 2>&1 || true
   rm -rf "$work"

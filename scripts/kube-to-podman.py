@@ -21,8 +21,9 @@ cluster's controllers and kubelet would do, and nothing else:
   loopback) a port only one pod declares becomes 127.0.0.1:PORT, so nothing listens beyond
   loopback and every client dials the right pod.
 - Secret volumes -> read-only hostPath directories holding the Secret's keys as files (podman
-  4.3 crashes on a Secret volume); /dev/shm emptyDir (medium Memory) dropped: podman mounts a
-  tmpfs /dev/shm writable by any user, while its emptyDir there would be root's.
+  4.3 crashes on a Secret volume). emptyDir -> a hostPath folder of the pod's own, mode 0777
+  (podman 4.3 makes one named volume per emptyDir name, shared by all pods); on /dev/shm
+  dropped: podman mounts a tmpfs /dev/shm writable by any user.
 - Probes dropped: podman 4.3 runs no gRPC probe (the manifests' are grpc.health.v1); the run
   script waits for readiness itself.
 
@@ -348,6 +349,7 @@ def main():
             return match.group(0)
 
         for container in spec.get("initContainers", []) + spec["containers"]:
+            container.pop("ports", None)  # recorded above; podman refuses them on the host network
             if args.image:
                 container["image"] = args.image
             container["imagePullPolicy"] = "Never"
@@ -360,11 +362,17 @@ def main():
 
         volumes = []
         for volume in spec.get("volumes", []):
-            if "emptyDir" in volume and (volume["emptyDir"] or {}).get("medium") == "Memory":
+            if "emptyDir" in volume:
                 used_as_shm = any(m["name"] == volume["name"] and m["mountPath"] == "/dev/shm"
                                   for c in spec["containers"] for m in c.get("volumeMounts", []))
-                if not used_as_shm:
-                    volumes.append(volume)
+                if used_as_shm:
+                    continue
+                # A folder of this pod's own, mode 0777 as the kubelet makes an emptyDir (podman
+                # 4.3 makes one named volume per emptyDir name, shared by every pod).
+                folder = os.path.abspath(os.path.join(args.secrets_dir, "emptydir", pod_name, volume["name"]))
+                os.makedirs(folder, exist_ok=True)
+                os.chmod(folder, 0o777)
+                volumes.append({"name": volume["name"], "hostPath": {"path": folder, "type": "Directory"}})
                 continue
             if "secret" in volume:
                 name = volume["secret"]["secretName"]

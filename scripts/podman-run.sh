@@ -26,7 +26,7 @@ if [ "${1:-}" = "--keep" ]; then keep=1; fi
 python=/usr/bin/python3
 # The drills land one after another while the job trains, each after 10 more iterations; the
 # local overlay's job (50 iterations of a few milliseconds) would end before the first.
-default_job_set="training.train_samples=60000 training.epochs=1"
+default_job_set="training.train_samples=60000 training.epochs=2"
 
 ./scripts/podman-setup.sh
 if ! podman image exists "$image"; then
@@ -147,9 +147,13 @@ keep = [o for o in docs if o["kind"] == "ConfigMap"
 yaml.safe_dump_all(keep, sys.stdout, sort_keys=False)
 EOF
   podman pod rm -f "$1" >/dev/null
+  # Its emptyDir folders start empty again, as a new pod's would.
+  if [ -d "$work/files/emptydir/$1" ]; then
+    find "$work/files/emptydir/$1" -mindepth 2 -delete
+  fi
   podman kube play "$work/pod-$1.yaml" >> "$work/play.log" 2>&1 || die "playing $1 again: $(tail -3 "$work/play.log")"
 }
-pod_of() { podman inspect --format '{{.PodName}}' "$1"; }
+pod_of() { podman ps -a --pod --filter "name=^$1$" --format '{{.PodName}}'; }
 exit_code() { podman inspect --format '{{.State.ExitCode}}' "$1"; }
 running() { [ "$(podman inspect --format '{{.State.Running}}' "$1")" = true ]; }
 
