@@ -49,13 +49,17 @@ port_base=$($python - <<'EOF'
 import random, socket
 for _ in range(100):
     base = random.randrange(20000, 40000, 50)
+    socks = []
     try:
-        socks = []
         for p in range(base, base + 50):
-            s = socket.socket(); s.bind(("127.0.0.1", p)); socks.append(s)
+            s = socket.socket(); socks.append(s); s.bind(("127.0.0.1", p))
         print(base); break
+    except OSError:
+        continue
     finally:
         for s in socks: s.close()
+else:
+    raise SystemExit("podman-run: no block of 50 free loopback ports")
 EOF
 )
 set_flags=()
@@ -100,7 +104,7 @@ for o in yaml.safe_load_all(open(sys.argv[1])):
 EOF
 }
 volumes_of_play() {
-  $python -c 'import sys,yaml; [print(o["metadata"]["name"]) for o in yaml.safe_load_all(open(sys.argv[1])) if o and o["kind"]=="PersistentVolumeClaim"]' "$work/play.yaml"
+  $python -c 'import sys,yaml; [print(o["metadata"]["name"]) for o in yaml.safe_load_all(open(sys.argv[1])) if o and o["kind"] in ("PersistentVolumeClaim", "ConfigMap")]' "$work/play.yaml"
 }
 
 cleanup() {
@@ -109,6 +113,7 @@ cleanup() {
     return
   fi
   podman kube down "$work/play.yaml" >/dev/null 2>&1 || true
+  # The claims' volumes, and those podman 4.3 makes for ConfigMap volumes.
   for v in $(volumes_of_play); do podman volume rm -f "$v" >/dev/null 2>&1 || true; done
   rm -rf "$work"
 }
@@ -205,7 +210,7 @@ wait_for 180 '[ "$state" = JOB_RUNNING ] && [ "$iter" -ge 10 ]'
 say "job $job running, iteration $iter"
 
 # --- Drill 1: the scheduler's container killed and started again -----------------------------
-before=$iter
+read -r _ killed_at _ < <(status)
 first_start=$(started_at "$scheduler")
 podman kill --signal KILL "$scheduler" >/dev/null
 sleep 3
@@ -215,20 +220,32 @@ else
   podman start "$scheduler" >/dev/null
   how="started again"
 fi
-wait_for 120 '[ "$state" = JOB_RUNNING ] && [ "$iter" -ge $((before + 10)) ]'
-say "drill scheduler: SIGKILL at iteration >= $before, $how on its state volume; the job went on: RUNNING at iteration $iter"
+wait_for 60 '[ "$state" != UNREACHABLE ]'
+back_at=$iter
+wait_for 120 '[ "$state" = JOB_RUNNING ] && [ "$iter" -ge $((back_at + 10)) ]'
+say "drill scheduler: SIGKILL after iteration $killed_at, $how on its state volume; back at iteration $back_at, the job went on: RUNNING at iteration $iter"
 
 # --- Drill 2: a shard's container killed, its pod replaced ------------------------------------
 if [ ${#shards[@]} -gt 0 ]; then
   shard=${shards[0]}
-  before=$iter
+  read -r _ killed_at _ < <(status)
   podman kill --signal KILL "$shard" >/dev/null
   podman logs "$shard" > "$work/shard-before.log" 2>&1 || true
   replace_pod "$(pod_of "$shard")"
-  wait_for 120 '[ "$state" = JOB_RUNNING ] && [ "$iter" -ge $((before + 10)) ]'
-  recovered=$(podman logs "$shard" 2>&1 | grep -E "recovered from" | tail -1)
-  [ -n "$recovered" ] || die "the replaced shard did not say what it recovered"
-  say "drill shard: SIGKILL to $shard at iteration >= $before, its pod replaced on the same claim; it logged: ${recovered#*server: }; the job went on: RUNNING at iteration $iter"
+  # The new shard says what it found on its volume once the scheduler gave it its slot back.
+  recovered=""
+  for _ in $(seq 90); do
+    recovered=$(podman logs "$shard" 2>&1 | grep -E "recovered from" | tail -1 || true)
+    [ -n "$recovered" ] && break
+    sleep 1
+  done
+  [ -n "$recovered" ] || die "the replaced shard did not say what it recovered within 90 s"
+  # "N keys, M recovered": every key it had acknowledged must be back.
+  read -r keys back < <(sed -E 's/.* ([0-9]+) keys, ([0-9]+) recovered.*/\1 \2/' <<<"$recovered")
+  [ "$keys" = "$back" ] && [ "$keys" -gt 0 ] || die "the replaced shard recovered $back of $keys keys"
+  read -r _ back_at _ < <(status)
+  wait_for 120 '[ "$state" = JOB_RUNNING ] && [ "$iter" -ge $((back_at + 10)) ]'
+  say "drill shard: SIGKILL to $shard after iteration $killed_at, its pod replaced on the same claim; it recovered $back of $keys keys from its volume; the job went on from iteration $back_at: RUNNING at iteration $iter"
 else
   say "drill shard: skipped, the job has no shards"
 fi
