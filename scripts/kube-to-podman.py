@@ -27,7 +27,7 @@ cluster's controllers and kubelet would do, and nothing else:
 - Probes dropped: podman 4.3 runs no gRPC probe (the manifests' are grpc.health.v1); the run
   script waits for readiness itself.
 
-Usage: kube-to-podman.py --image IMAGE --secrets-dir DIR [--port-base P] [--set F=V]... < in.yaml
+Usage: kube-to-podman.py --image IMAGE --files-dir DIR [--port-base P] [--set F=V]... < in.yaml
 Writes the objects to play on stdout, a port map to --port-map and, to --client, the submit
 step's container (the one running `herd job ...`) as env, files and args for `podman run`.
 """
@@ -241,7 +241,7 @@ def write_client(path, pods, config_maps, files_dir):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--image", help="Replace every container's image with this one")
-    parser.add_argument("--secrets-dir", required=True, help="Where Secrets' keys are written as files")
+    parser.add_argument("--files-dir", required=True, help="Where Secrets, ConfigMaps and emptyDirs become files and folders")
     parser.add_argument("--port-base", type=int, default=17000)
     parser.add_argument("--port-map", help="Write 'POD CONTAINERPORT PORT' lines here")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
@@ -348,6 +348,7 @@ def main():
                 return f"127.0.0.1:{port}"
             return match.group(0)
 
+        shm_volumes = set()  # mounted on /dev/shm: podman's own tmpfs serves there
         for container in spec.get("initContainers", []) + spec["containers"]:
             container.pop("ports", None)  # recorded above; podman refuses them on the host network
             if args.image:
@@ -358,18 +359,17 @@ def main():
             for holder, key in strings_of(container):
                 holder[key] = address.sub(rewrite, holder[key])
             mounts = container.get("volumeMounts", [])
+            shm_volumes.update(m["name"] for m in mounts if m["mountPath"] == "/dev/shm")
             container["volumeMounts"] = [m for m in mounts if m["mountPath"] != "/dev/shm"]
 
         volumes = []
         for volume in spec.get("volumes", []):
+            if volume["name"] in shm_volumes:
+                continue
             if "emptyDir" in volume:
-                used_as_shm = any(m["name"] == volume["name"] and m["mountPath"] == "/dev/shm"
-                                  for c in spec["containers"] for m in c.get("volumeMounts", []))
-                if used_as_shm:
-                    continue
                 # A folder of this pod's own, mode 0777 as the kubelet makes an emptyDir (podman
                 # 4.3 makes one named volume per emptyDir name, shared by every pod).
-                folder = os.path.abspath(os.path.join(args.secrets_dir, "emptydir", pod_name, volume["name"]))
+                folder = os.path.abspath(os.path.join(args.files_dir, "emptydir", pod_name, volume["name"]))
                 os.makedirs(folder, exist_ok=True)
                 os.chmod(folder, 0o777)
                 volumes.append({"name": volume["name"], "hostPath": {"path": folder, "type": "Directory"}})
@@ -378,7 +378,7 @@ def main():
                 name = volume["secret"]["secretName"]
                 if name not in secrets:
                     fail(f"pod {pod_name}: Secret {name} is not among the objects")
-                folder = os.path.join(args.secrets_dir, name)
+                folder = os.path.join(args.files_dir, name)
                 os.makedirs(folder, exist_ok=True)
                 items = volume["secret"].get("items") or [{"key": k, "path": k} for k in secrets[name]]
                 for item in items:
@@ -392,7 +392,7 @@ def main():
         out.append(pod)
 
     if args.client:
-        write_client(args.client, pods, config_maps, args.secrets_dir)
+        write_client(args.client, pods, config_maps, args.files_dir)
     if args.port_map:
         with open(args.port_map, "w") as f:
             for (pod_name, original), port in sorted(ports.items(), key=lambda kv: kv[1]):

@@ -64,7 +64,7 @@ EOF
 )
 set_flags=()
 for assignment in ${HERD_JOB_SET-$default_job_set}; do set_flags+=(--set "$assignment"); done
-$python scripts/kube-to-podman.py --image "$image" --secrets-dir "$work/files" "${set_flags[@]}" \
+$python scripts/kube-to-podman.py --image "$image" --files-dir "$work/files" "${set_flags[@]}" \
   --port-base "$port_base" --port-map "$work/ports" --client "$work/client.json" \
   < "$work/rendered.yaml" > "$work/play.yaml"
 
