@@ -241,7 +241,8 @@ def write_client(path, pods, config_maps, files_dir):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--image", help="Replace every container's image with this one")
-    parser.add_argument("--files-dir", required=True, help="Where Secrets, ConfigMaps and emptyDirs become files and folders")
+    parser.add_argument("--files-dir", required=True,
+                        help="Where Secrets, ConfigMaps and emptyDirs become files and folders")
     parser.add_argument("--port-base", type=int, default=17000)
     parser.add_argument("--port-map", help="Write 'POD CONTAINERPORT PORT' lines here")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
