@@ -1,7 +1,14 @@
 #pragma once
 // The Prometheus endpoint of a process (`--metrics-listen HOST:PORT` on every role): serves
-// the process registry (registry.h) as Prometheus' text format at http://HOST:PORT/metrics,
-// from prometheus-cpp's embedded HTTP server (two threads of its own), until destroyed.
+// the process registry (registry.h) in Prometheus' text format (prometheus-cpp's
+// TextSerializer) at http://HOST:PORT/metrics, until destroyed.
+//
+// The HTTP side is a minimal HTTP/1.x server of our own on one thread (a scrape is one small
+// request every few seconds; requests are answered one at a time, each within a deadline,
+// then the connection is closed). Not prometheus-cpp's Exposer: its embedded civetweb runs
+// handlers on threads with a fixed 100 KB stack, from which glibc also carves the static TLS
+// of every loaded library; in `herd` (libtorch, glog, NCCL) too little is left and a scrape
+// overflows it.
 //
 // HOST is an IP address (127.0.0.1, 0.0.0.0, [::1]) or `localhost`; PORT 0 picks a free port,
 // which port() tells. Errors are INVALID_ARGUMENT for a malformed address and UNAVAILABLE for
@@ -12,9 +19,8 @@
 
 #include "absl/status/statusor.h"
 
-namespace prometheus {
-class Exposer;
-}
+#include <atomic>
+#include <thread>
 
 namespace herd::metrics {
 
@@ -23,21 +29,27 @@ class Endpoint {
   static absl::StatusOr<std::unique_ptr<Endpoint>> Start(const std::string& listen);
   ~Endpoint();
 
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+
   int port() const { return port_; }
   // http://HOST:PORT/metrics, with the port that was bound.
   std::string url() const;
 
  private:
-  Endpoint(std::unique_ptr<prometheus::Exposer> exposer, std::string host, int port);
+  Endpoint(int listen_fd, std::string host, int port);
+  void Serve();
+  void Answer(int fd);
 
-  std::unique_ptr<prometheus::Exposer> exposer_;
-  std::string host_;
-  int port_;
+  const int listen_fd_;
+  const std::string host_;
+  const int port_;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
 };
 
-// The process's endpoint: Start, kept until the process exits and never destroyed (the HTTP
-// server's shutdown waits up to two seconds for a connection it just served, which would hold
-// up every exit). What a role's command line calls for --metrics-listen; a second call is
+// The process's endpoint: Start, kept until the process exits (never destroyed, so no exit
+// path waits for its thread). What a role calls for --metrics-listen; a second call is
 // FAILED_PRECONDITION naming the first address.
 absl::StatusOr<const Endpoint*> StartProcessEndpoint(const std::string& listen);
 
