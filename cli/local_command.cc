@@ -646,6 +646,10 @@ class LocalCommand final : public Command {
     std::printf("final loss %.4f; exposed communication %.2f s of %.2f s training (rank 0)\n",
                 r.final_loss(), r.exposed_comm_seconds(), r.train_seconds());
     for (const auto& [k, v] : metrics) std::printf("metric %s: %g\n", k.c_str(), v);
+    if (!remove_state_) {
+      std::printf("history %s (draw it: herd plot %s --out plot.png)\n",
+                  Path("scheduler-state/history/" + job_ + ".jsonl").c_str(), state_dir_.c_str());
+    }
     if (r.test_accuracy() >= 0) {
       std::printf("test accuracy %.3f, %.0f samples/s, %.1f s\n", r.test_accuracy(),
                   r.samples_per_second(), wall);
