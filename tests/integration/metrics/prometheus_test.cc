@@ -186,6 +186,11 @@ TEST(Prometheus, ScrapesAHerdLocalJobAndAnswersQueries) {
   ASSERT_EQ(children.status(*job).value_or(-1), 0) << children.LogTail("herd local", 30);
   EXPECT_NE(scheduler::testing::ReadFile(dir->path() + "/herd-local.log").find("metrics at"),
             std::string::npos);
+
+  // The job's history, drawn.
+  auto plot = scheduler::testing::RunHerd({"plot", state, "--out", dir->path() + "/plot.png"});
+  EXPECT_EQ(plot.rc, 0) << plot.out;
+  EXPECT_NE(plot.out.find("plot of job local (30 iterations)"), std::string::npos) << plot.out;
 }
 
 }  // namespace
