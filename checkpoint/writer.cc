@@ -1,8 +1,11 @@
 #include "checkpoint/writer.h"
 
+#include <chrono>
+
 #include "absl/strings/str_format.h"
 #include "checkpoint/checkpoint_id.h"
 #include "checkpoint/state_file.h"
+#include "metrics/process_metrics.h"
 
 namespace herd::checkpoint {
 
@@ -76,7 +79,13 @@ void CheckpointWriter::Loop() {
     queue_.pop_front();
     ++busy_;
     lock.unlock();
+    const auto begin = std::chrono::steady_clock::now();
     auto record = WriteStateFile(env_, job.dir, job.id, job.state);
+    if (record.ok()) {
+      metrics::ProcessMetrics::Get().RecordCheckpointWrite(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count(),
+          static_cast<double>(record->bytes()));
+    }
     job.state = ProcessState{};  // the staging copy is freed before `done` runs
     lock.lock();
     pending_bytes_ -= job.bytes;

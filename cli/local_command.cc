@@ -30,6 +30,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "cli/command.h"
+#include "cli/local/metrics_targets.h"
 #include "cli/local/progress.h"
 #include "cli/mode_options.h"
 #include "common/child_processes.h"
@@ -286,6 +287,43 @@ class LocalCommand final : public Command {
   std::string Path(const std::string& name) const { return (fs::path(state_dir_) / name).string(); }
   std::string LogOf(const std::string& name) const { return Path("logs/" + name + ".log"); }
 
+  // Every process serves its metrics on a free loopback port; the ports are picked and
+  // written as Prometheus targets before anything starts, and printed.
+  absl::Status PlanMetrics(int servers) {
+    std::vector<std::pair<std::string, std::string>> processes = {{"scheduler", "scheduler"}};
+    for (int s = 0; s < servers; ++s)
+      processes.push_back({absl::StrFormat("server-%d", s), "server"});
+    for (int w = 0; w < workers_; ++w)
+      processes.push_back({absl::StrFormat("worker-%d", w), "worker"});
+    for (const auto& [name, role] : processes) {
+      auto port = FreeLoopbackPort();
+      if (!port.ok()) return port.status();
+      metrics_targets_.push_back({name, role, *port});
+    }
+    const std::string targets = Path("metrics-targets.json");
+    if (auto st = WriteMetricsTargets(targets, job_, metrics_targets_); !st.ok()) return st;
+    std::vector<std::string> ports;
+    for (const MetricsTarget& t : metrics_targets_) {
+      ports.push_back(absl::StrFormat("%s %d", t.process, t.port));
+    }
+    std::fprintf(stderr,
+                 "herd local: metrics at http://127.0.0.1:PORT/metrics: %s (Prometheus targets: "
+                 "%s)\n",
+                 absl::StrJoin(ports, ", ").c_str(), targets.c_str());
+    return absl::OkStatus();
+  }
+  std::string MetricsListen(const std::string& process) const {
+    for (const MetricsTarget& t : metrics_targets_) {
+      if (t.process == process) return absl::StrFormat("127.0.0.1:%d", t.port);
+    }
+    return "";
+  }
+  void AddMetrics(const std::string& process, std::vector<std::string>& args) const {
+    if (const std::string listen = MetricsListen(process); !listen.empty()) {
+      args.insert(args.end(), {"--metrics-listen", listen});
+    }
+  }
+
   // Starts the scheduler and reads its port.
   absl::StatusOr<std::string> StartScheduler() {
     const std::string port_file = Path("scheduler.port");
@@ -294,6 +332,7 @@ class LocalCommand final : public Command {
         "scheduler",   "--listen", "127.0.0.1:0", "--state", Path("scheduler-state"),
         "--port-file", port_file};
     AddServing(args);
+    AddMetrics("scheduler", args);
     auto st = children_.StartSelf("scheduler", args, LogOf("scheduler"));
     if (!st.ok()) return st;
     const auto deadline = std::chrono::steady_clock::now() + 30s;
@@ -315,6 +354,7 @@ class LocalCommand final : public Command {
   }
 
   int RunJob(const herd::v1::JobSpec& spec, std::chrono::steady_clock::time_point begin) {
+    if (auto st = PlanMetrics(spec.servers()); !st.ok()) return Fail(st);
     auto address = StartScheduler();
     if (!address.ok()) return Fail(address.status());
     scheduler::ClientOptions co;
@@ -361,6 +401,7 @@ class LocalCommand final : public Command {
                                        preempt_grace_};
       AddServing(args);
       AddClientOf("scheduler", args);
+      AddMetrics(name, args);
       auto st = children_.StartSelf(name, args, LogOf(name));
       if (!st.ok()) return Fail(st);
       shard_children_.push_back(name);
@@ -392,6 +433,7 @@ class LocalCommand final : public Command {
       if (!data_dir_.empty()) args.insert(args.end(), {"--data-dir", data_dir_});
       AddClientOf("scheduler", args);
       AddClientOf("server", args);
+      AddMetrics(name, args);
       auto st = command_.empty() ? children_.StartSelf(name, args, LogOf(name))
                                  : StartProgram(name, w, *address, cores);
       if (!st.ok()) return Fail(st);
@@ -495,6 +537,7 @@ class LocalCommand final : public Command {
                 "HERD_FUSION_THRESHOLD_KIB=" + std::to_string(fusion_kib_),
                 "HERD_TUNE_FUSION=" + std::string(tune_fusion_ ? "1" : "0"),
                 "HERD_TIMELINE=" + timeline_dir_,
+                "HERD_METRICS_LISTEN=" + MetricsListen(name),
                 "HERD_SEED=" + std::to_string(seed_),
                 "PYTHONUNBUFFERED=1"};
     if (const std::string dir = PythonPackageDir(); !dir.empty()) {
@@ -603,6 +646,10 @@ class LocalCommand final : public Command {
     std::printf("final loss %.4f; exposed communication %.2f s of %.2f s training (rank 0)\n",
                 r.final_loss(), r.exposed_comm_seconds(), r.train_seconds());
     for (const auto& [k, v] : metrics) std::printf("metric %s: %g\n", k.c_str(), v);
+    if (!remove_state_) {
+      std::printf("history %s (draw it: herd plot %s --out plot.png)\n",
+                  Path("scheduler-state/history/" + job_ + ".jsonl").c_str(), state_dir_.c_str());
+    }
     if (r.test_accuracy() >= 0) {
       std::printf("test accuracy %.3f, %.0f samples/s, %.1f s\n", r.test_accuracy(),
                   r.samples_per_second(), wall);
@@ -674,7 +721,8 @@ class LocalCommand final : public Command {
   std::vector<std::string> command_;  // -- CMD ARGS...: the workers' own program
   std::string token_file_;
   std::string tls_cert_, tls_key_, tls_ca_;
-  std::vector<std::string> shard_children_;  // the shards' child names
+  std::vector<std::string> shard_children_;     // the shards' child names
+  std::vector<MetricsTarget> metrics_targets_;  // every process's metrics port
   ChildProcesses children_;
 };
 

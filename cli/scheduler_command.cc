@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "cli/command.h"
 #include "common/logging.h"
+#include "metrics/endpoint.h"
 #include "proto/rpc/grpc_support.h"
 #include "scheduler/scheduler_core.h"
 #include "scheduler/service.h"
@@ -34,6 +35,10 @@ class SchedulerCommand : public Command {
     app.add_option("--tls-key", server_.tls_key_file, "PEM private key of --tls-cert");
     app.add_option("--token-file", token_file_,
                    "File holding the bearer token every call must carry");
+    app.add_option("--metrics-listen", metrics_listen_,
+                   "Serve Prometheus metrics at http://HOST:PORT/metrics (port 0: a free one; "
+                   "default: none)")
+        ->envname("HERD_METRICS_LISTEN");
     app.add_option("--port-file", port_file_,
                    "Write the bound port to this file once serving (for scripts and tests)");
     app.add_flag("--accept-data-loss", accept_data_loss_,
@@ -73,6 +78,11 @@ class SchedulerCommand : public Command {
     sigaddset(&stop, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
+    if (!metrics_listen_.empty()) {
+      auto endpoint = metrics::StartProcessEndpoint(metrics_listen_);
+      if (!endpoint.ok()) return Fail(endpoint.status());
+      Log().info("scheduler: metrics at {}", (*endpoint)->url());
+    }
     scheduler::SchedulerOptions options;
     options.state_dir = state_dir_;
     options.heartbeat_timeout = absl::ToChronoMilliseconds(heartbeat_timeout_parsed_);
@@ -112,6 +122,7 @@ class SchedulerCommand : public Command {
   absl::Duration heartbeat_timeout_parsed_;
   std::string token_file_;
   std::string port_file_;
+  std::string metrics_listen_;
 };
 
 HERD_REGISTER_COMMAND(SchedulerCommand, "scheduler", 10,

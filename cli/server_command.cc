@@ -8,6 +8,8 @@
 #include <string>
 
 #include "cli/command.h"
+#include "common/logging.h"
+#include "metrics/endpoint.h"
 #include "proto/rpc/grpc_support.h"
 #include "scheduler/client/job_wait.h"
 #include "server/runtime.h"
@@ -73,6 +75,10 @@ class ServerCommand : public Command {
     app.add_option("--scheduler-ca", s.tls_ca_file,
                    "PEM roots that sign the scheduler's certificate")
         ->envname("HERD_SCHEDULER_CA");
+    app.add_option("--metrics-listen", metrics_listen_,
+                   "Serve Prometheus metrics at http://HOST:PORT/metrics (port 0: a free one; "
+                   "default: none)")
+        ->envname("HERD_METRICS_LISTEN");
     app.add_option("--port-file", options_.port_file,
                    "Write the bound port to this file once serving (for scripts and tests)");
     app.add_option("--stream-idle-timeout", stream_idle_s_,
@@ -128,6 +134,12 @@ class ServerCommand : public Command {
     sigaddset(&stop, SIGINT);
     sigaddset(&stop, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+    // After the mask: the HTTP server's threads inherit it.
+    if (!metrics_listen_.empty()) {
+      auto endpoint = metrics::StartProcessEndpoint(metrics_listen_);
+      if (!endpoint.ok()) return Fail(endpoint.status());
+      Log().info("server: metrics at {}", (*endpoint)->url());
+    }
     const absl::Status st = server::RunShard(std::move(options_));
     return st.ok() ? kExitOk : Fail(st);
   }
@@ -145,6 +157,7 @@ class ServerCommand : public Command {
   server::ShardOptions options_;
   std::string durability_ = "every-round";
   std::string token_file_;
+  std::string metrics_listen_;
   std::string wait_for_job_ = "5m";
   std::string preempt_grace_ = "60s";
   int register_timeout_s_ = 60;

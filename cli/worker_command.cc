@@ -60,6 +60,10 @@ class WorkerCommand final : public Command {
     app.add_option("--timeline", s.timeline_dir,
                    "Write a Chrome-trace timeline to DIR/worker-RANK.json")
         ->envname("HERD_TIMELINE");
+    app.add_option("--metrics-listen", s.metrics_listen,
+                   "Serve Prometheus metrics at http://HOST:PORT/metrics (port 0: a free one; "
+                   "default: none)")
+        ->envname("HERD_METRICS_LISTEN");
     app.add_option("--result-file", options_.result_file,
                    "Write this worker's result (JSON) to this file");
     app.add_option("--timeout", timeout_s_, "Seconds any communication may wait")

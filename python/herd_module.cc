@@ -95,6 +95,7 @@ class PySession {
     options.fusion.threshold_bytes = o["fusion_threshold_kib"].cast<size_t>() << 10;
     options.fusion.tune = o["tune_fusion"].cast<bool>();
     options.timeline_dir = o["timeline_dir"].cast<std::string>();
+    options.metrics_listen = o["metrics_listen"].cast<std::string>();
     absl::StatusOr<std::unique_ptr<worker::Session>> session;
     {
       py::gil_scoped_release release;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "metrics/scheduler_metrics.h"
 #include "plan/modes.h"
 #include "scheduler/bounds.h"
 #include "scheduler/limits.h"
@@ -168,6 +169,7 @@ absl::StatusOr<herd::v1::RegisterNodeResponse> SchedulerCore::RegisterNode(
 
 absl::StatusOr<herd::v1::HeartbeatResponse> SchedulerCore::Heartbeat(
     const herd::v1::HeartbeatRequest& req) {
+  metrics::SchedulerMetrics::Get().heartbeats().Increment();
   std::lock_guard<std::mutex> lock(mu_);
   HERD_ASSIGN_OR_RETURN(Job * job, FindJob(req.job()));
   herd::v1::HeartbeatResponse resp;
@@ -209,6 +211,7 @@ void SchedulerCore::DetectFailures() {
         // A worker that finished its iterations stops heartbeating on purpose.
         if (!m->alive() || m->finished() || silent <= options_.heartbeat_timeout) continue;
         m->set_alive(false);
+        metrics::SchedulerMetrics::Get().nodes_lost().Increment();
         dead_workers += role == herd::v1::ROLE_WORKER;
         dead.push_back(
             absl::StrFormat("%s declared dead: no heartbeat for %d ms", DescribeMember(role, *m),

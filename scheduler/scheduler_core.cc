@@ -4,11 +4,13 @@
 #include "scheduler/scheduler_core.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "scheduler/bounds.h"
+#include "scheduler/job_metrics.h"
 #include "scheduler/job_spec.h"
 #include "scheduler/limits.h"
 #include "scheduler/plan_builder.h"
@@ -80,6 +82,8 @@ absl::StatusOr<std::unique_ptr<SchedulerCore>> SchedulerCore::Open(SchedulerOpti
   HERD_ASSIGN_OR_RETURN(
       core->db_, StateDb::Open(core->options_.state_dir,
                                {core->options_.accept_data_loss, core->options_.file_system}));
+  core->history_ = std::make_unique<metrics::HistoryWriter>(
+      (std::filesystem::path(core->options_.state_dir) / "history").string());
   HERD_RETURN_IF_ERROR(core->Load());
   core->detector_ = std::thread([c = core.get()] { c->DetectorLoop(); });
   return core;
@@ -280,6 +284,7 @@ void SchedulerCore::AdvanceEpoch(JobStatus& next, std::string reason) {
 
 absl::Status SchedulerCore::Commit(Job& job, JobStatus next, uint64_t next_node_id, bool sync) {
   HERD_RETURN_IF_ERROR(db_->PutJob(next, next_node_id, sync));
+  RecordJobMetrics(job.status, next);
   const bool new_epoch = next.epoch() != job.status.epoch();
   job.status = std::move(next);
   if (new_epoch) {

@@ -30,12 +30,15 @@
 #include "absl/status/statusor.h"
 #include "common/deadline.h"
 #include "herd/v1/scheduler.pb.h"
+#include "metrics/history.h"
 #include "scheduler/state_db.h"
 
 namespace herd::scheduler {
 
 struct SchedulerOptions {
-  std::string state_dir;  // RocksDB directory (created if missing)
+  // RocksDB directory (created if missing); STATE/history/JOB.jsonl holds each job's
+  // per-iteration history (docs/metrics.md).
+  std::string state_dir;
   // A node whose last heartbeat is older than this is declared dead.
   std::chrono::milliseconds heartbeat_timeout{10000};
   // Open a damaged state at its last consistent point instead of refusing it with DATA_LOSS.
@@ -191,6 +194,8 @@ class SchedulerCore {
 
   const SchedulerOptions options_;
   std::unique_ptr<StateDb> db_;
+  // Every job's per-iteration history, STATE/history/JOB.jsonl (metrics/history.h).
+  std::unique_ptr<metrics::HistoryWriter> history_;
 
   std::mutex mu_;
   std::condition_variable changed_;  // any epoch, barrier or store change

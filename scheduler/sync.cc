@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "scheduler/bounds.h"
+#include "scheduler/job_metrics.h"
 #include "scheduler/limits.h"
 #include "scheduler/plan_builder.h"
 #include "scheduler/scheduler_core.h"
@@ -192,6 +193,10 @@ absl::StatusOr<herd::v1::ReportIterationResponse> SchedulerCore::ReportIteration
   }
   if (low != INT64_MAX) next.set_completed_iteration(std::max(next.completed_iteration(), low));
   HERD_RETURN_IF_ERROR(Commit(*job, std::move(next), next_node_id_, /*sync=*/false));
+  // Rank 0's figures are the job's (as in its result): its metrics and its history.
+  if (job->status.progress(ref.slot).rank() == 0) {
+    RecordRankZeroIteration(job->status, req.iteration(), req.stats(), *history_);
+  }
   herd::v1::ReportIterationResponse resp;
   resp.set_epoch(job->status.epoch());
   resp.set_completed_iteration(job->status.completed_iteration());

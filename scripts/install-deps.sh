@@ -21,6 +21,9 @@ packages=(
   libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libspdlog-dev libfmt-dev libcli11-dev libabsl-dev
+  # Prometheus metrics of every process (metrics/), the Prometheus server the metrics test
+  # scrapes them with, and gnuplot for `herd plot`
+  prometheus-cpp-dev prometheus gnuplot-nox
   # peers of the collectives benchmark
   libopenmpi-dev openmpi-bin libgloo-dev
   # network namespaces and bandwidth caps of the cluster emulator

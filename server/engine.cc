@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_format.h"
 #include "common/status.h"
+#include "metrics/shard_metrics.h"
 #include "server/engines.h"
 
 namespace herd::server {
@@ -22,7 +23,10 @@ std::unique_ptr<Engine> Engine::Create(ShardConfig config, KeyWriter* writer) {
 }
 
 Engine::Engine(ShardConfig config, KeyWriter* writer)
-    : config_(std::move(config)), writer_(writer), live_(config_.workers, true) {
+    : config_(std::move(config)),
+      writer_(writer),
+      live_(config_.workers, true),
+      rounds_metric_(metrics::ShardMetrics::Get().Rounds(ModeName(config_.mode))) {
   const int slots = OptimizerSlots(config_.optimizer.kind);
   for (const auto& [key, placement] : config_.keys) {
     if (placement.server != config_.shard) continue;
@@ -317,6 +321,7 @@ absl::Status Engine::CommitRoundLocked(KeyState& ks, KeyId key, NextState next,
   ks.refused_round = -1;
   if (ks.version == capture_version_.load()) CaptureLocked(ks, key);
   rounds_.fetch_add(1, std::memory_order_relaxed);
+  rounds_metric_.Increment();
   ks.cv.notify_all();
   return absl::OkStatus();
 }

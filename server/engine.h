@@ -36,6 +36,8 @@
 #include <string_view>
 #include <vector>
 
+#include <prometheus/counter.h>
+
 #include "absl/status/statusor.h"
 #include "checkpoint/state.h"
 #include "checkpoint/state_source.h"
@@ -228,6 +230,7 @@ class Engine {
   std::vector<bool> live_;
   std::atomic<bool> shutdown_{false};
   std::atomic<int64_t> pushes_{0}, pulls_{0}, rejected_{0}, rounds_{0}, writes_{0};
+  prometheus::Counter& rounds_metric_;  // herd_shard_rounds_total{mode} (docs/metrics.md)
 
   std::mutex export_mu_;                      // one ExportState at a time
   std::atomic<int64_t> capture_version_{-1};  // -1: no capture under way

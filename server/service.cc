@@ -10,6 +10,8 @@
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
 #include "herd/v1/ps.grpc.pb.h"
+#include "metrics/shard_metrics.h"
+#include "metrics/timer.h"
 #include "proto/rpc/grpc_support.h"
 #include "server/idle_watchdog.h"
 
@@ -116,6 +118,7 @@ class PsService final : public herd::v1::ParameterServer::Service {
 
   grpc::Status Push(ServerContext* ctx, grpc::ServerReader<PushChunk>* reader,
                     herd::v1::PushResponse* resp) override {
+    metrics::ScopedTimer timer(metrics::ShardMetrics::Get().push_seconds());
     Engine* e = nullptr;
     if (auto st = Begin(ctx, &e); !st.ok()) return st;
     std::vector<std::pair<KeyId, int64_t>> rounds;
@@ -136,6 +139,7 @@ class PsService final : public herd::v1::ParameterServer::Service {
 
   grpc::Status Pull(ServerContext* ctx, const herd::v1::PullRequest* req,
                     grpc::ServerWriter<PullChunk>* writer) override {
+    metrics::ScopedTimer timer(metrics::ShardMetrics::Get().pull_seconds());
     Engine* e = nullptr;
     if (auto st = Begin(ctx, &e); !st.ok()) return st;
     std::vector<KeyId> keys;
@@ -151,6 +155,7 @@ class PsService final : public herd::v1::ParameterServer::Service {
 
   grpc::Status PushPull(ServerContext* ctx,
                         grpc::ServerReaderWriter<PullChunk, PushChunk>* stream) override {
+    metrics::ScopedTimer timer(metrics::ShardMetrics::Get().push_pull_seconds());
     Engine* e = nullptr;
     if (auto st = Begin(ctx, &e); !st.ok()) return st;
     std::vector<std::pair<KeyId, int64_t>> rounds;

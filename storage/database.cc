@@ -8,6 +8,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
+#include "metrics/process_metrics.h"
+#include "metrics/timer.h"
 #include "storage/private_file_system.h"
 #include "storage/rocksdb_logger.h"
 
@@ -153,6 +155,7 @@ absl::Status Database::Write(std::string_view what, bool sync,
     fill(batch);
     rocksdb::WriteOptions wo;
     wo.sync = sync;
+    metrics::ScopedTimer timer(metrics::ProcessMetrics::Get().rocksdb_write_seconds(sync));
     st = db_->Write(wo, &batch);
   }
   if (st.ok()) return absl::OkStatus();

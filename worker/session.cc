@@ -9,7 +9,10 @@
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "metrics/endpoint.h"
+#include "metrics/worker_metrics.h"
 #include "scheduler/client/job_wait.h"
+#include "worker/counting_communicator.h"
 #include "worker/executor_state.h"
 #include "worker/scheduler_store.h"
 
@@ -55,6 +58,11 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Join(SessionOptions options) {
     return absl::InvalidArgumentError("no job to join: give --job (or HERD_JOB)");
   }
   if (options.name.empty()) options.name = DefaultName();
+  if (!options.metrics_listen.empty()) {
+    HERD_ASSIGN_OR_RETURN(const metrics::Endpoint* endpoint,
+                          metrics::StartProcessEndpoint(options.metrics_listen));
+    Log().info("worker '{}': metrics at {}", options.name, endpoint->url());
+  }
   HERD_ASSIGN_OR_RETURN(std::unique_ptr<scheduler::SchedulerClient> client,
                         scheduler::SchedulerClient::Connect(options.scheduler));
   std::unique_ptr<Session> session(new Session(std::move(options), std::move(client)));
@@ -204,6 +212,7 @@ absl::StatusOr<Executor*> Session::BeginIteration(int64_t iteration) {
   if (plan->mode().SerializeAsString() != executor_key_ || executor_ == nullptr) {
     HERD_RETURN_IF_ERROR(Explain(SwitchTo(*plan, iteration)));
   }
+  metrics::WorkerMetrics::Get().SetPlan(plan->mode().mode(), plan->epoch());
   iteration_ = iteration;
   iteration_begin_ = std::chrono::steady_clock::now();
   HERD_RETURN_IF_ERROR(Explain(executor_->BeginIteration(iteration)));
@@ -244,6 +253,9 @@ absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
     co.prefix = absl::StrFormat("stretch-%d", iteration);  // the same on every rank
     co.bootstrap_timeout = options_.start_timeout;
     HERD_ASSIGN_OR_RETURN(comm, transport::Connect(co));
+    comm = std::make_unique<CountingCommunicator>(
+        std::move(comm),
+        metrics::WorkerMetrics::Get().SentBytes(mode, metrics::WorkerMetrics::Peer::kWorker));
   }
   ExecutorContext ctx;
   ctx.plan = plan;
@@ -326,6 +338,13 @@ absl::Status Session::EndIteration(const StepStats& step) {
   st->set_backward_seconds(step.backward_seconds);
   st->set_exposed_comm_seconds(exposed);
   st->set_samples(step.samples);
+  metrics::WorkerMetrics::Get().RecordIteration({.iteration = iteration_,
+                                                 .loss = step.loss,
+                                                 .samples = step.samples,
+                                                 .seconds = st->iteration_seconds(),
+                                                 .forward_seconds = step.forward_seconds,
+                                                 .backward_seconds = step.backward_seconds,
+                                                 .exposed_comm_seconds = exposed});
   // Progress is informational: a report lost to a scheduler restart costs nothing.
   if (auto r = client_->ReportIteration(report); !r.ok()) {
     Log().warn("worker {}: report of iteration {}: {}", rank_, iteration_, r.status().ToString());

@@ -67,6 +67,9 @@ struct SessionOptions {
   std::chrono::milliseconds wait_for_job{std::chrono::minutes(5)};     // the job to be submitted
   FusionSettings fusion;
   std::string timeline_dir;  // write <dir>/worker-<rank>.json (Chrome trace) when set
+  // Serve this process's Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md) from
+  // Join on, until the process exits; "" (the default): none served (they are still counted).
+  std::string metrics_listen;
   // Preemption: once this flag is set (a SIGTERM handler), the session asks the scheduler for a
   // last checkpoint and stops at it (preempted()); when the job has not stopped within
   // `preempt_grace`, training fails instead.

@@ -57,7 +57,8 @@ def init():
     workers: registers, receives the rank, starts heartbeating. Optional: HERD_NAME (the
     identity a restarted process takes its slot back with), HERD_RANK, HERD_TOKEN, HERD_TLS=1,
     HERD_TLS_CA, HERD_TRANSPORT (ucx|nccl), HERD_THREADS (torch's intra-op threads),
-    HERD_FUSION_THRESHOLD_KIB, HERD_TUNE_FUSION=1, HERD_TIMELINE (a directory)."""
+    HERD_FUSION_THRESHOLD_KIB, HERD_TUNE_FUSION=1, HERD_TIMELINE (a directory),
+    HERD_METRICS_LISTEN (HOST:PORT: serve Prometheus metrics there, docs/metrics.md)."""
     global _session
     if _session is not None:
         return
@@ -84,6 +85,7 @@ def init():
         "fusion_threshold_kib": int(_env("HERD_FUSION_THRESHOLD_KIB", "4096")),
         "tune_fusion": _env("HERD_TUNE_FUSION") == "1",
         "timeline_dir": _env("HERD_TIMELINE"),
+        "metrics_listen": _env("HERD_METRICS_LISTEN"),
     }
     _session = _herd.Session(options)
     _install_exit_handlers()

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "common/logging.h"
+#include "metrics/process_metrics.h"
 
 namespace herd::scheduler {
 
@@ -20,6 +21,7 @@ HeartbeatLoop::HeartbeatLoop(SchedulerClient& client, std::string job,
         while (!stopping_.load()) {
           auto resp = client.Heartbeat(req);
           if (!resp.ok()) {
+            metrics::ProcessMetrics::Get().heartbeats_missed().Increment();
             Log().warn("{}: heartbeat: {}", what, resp.status().ToString());
           } else if (on_answer) {
             on_answer(*resp);

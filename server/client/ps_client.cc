@@ -9,6 +9,8 @@
 #include "absl/strings/str_format.h"
 #include "common/cancel_token.h"
 #include "herd/v1/ps.grpc.pb.h"
+#include "metrics/timer.h"
+#include "metrics/worker_metrics.h"
 #include "proto/rpc/grpc_support.h"
 
 namespace herd::server {
@@ -40,6 +42,8 @@ class GrpcPsClient final : public PsClient {
   }
 
   absl::StatusOr<int> Push(const std::vector<PushChunk>& chunks) override {
+    metrics::ScopedTimer timer(metrics::WorkerMetrics::Get().push_seconds());
+    CountSent(chunks);
     grpc::ClientContext ctx;
     Prepare(&ctx);
     CancelRegistration cancel(options_.cancel.get(), [&ctx] { ctx.TryCancel(); });
@@ -54,6 +58,7 @@ class GrpcPsClient final : public PsClient {
   }
 
   absl::StatusOr<std::vector<PullChunk>> Pull(const herd::v1::PullRequest& request) override {
+    metrics::ScopedTimer timer(metrics::WorkerMetrics::Get().pull_seconds());
     grpc::ClientContext ctx;
     Prepare(&ctx);
     CancelRegistration cancel(options_.cancel.get(), [&ctx] { ctx.TryCancel(); });
@@ -66,6 +71,8 @@ class GrpcPsClient final : public PsClient {
   }
 
   absl::StatusOr<std::vector<PullChunk>> PushPull(const std::vector<PushChunk>& chunks) override {
+    metrics::ScopedTimer timer(metrics::WorkerMetrics::Get().push_pull_seconds());
+    CountSent(chunks);
     grpc::ClientContext ctx;
     Prepare(&ctx);
     CancelRegistration cancel(options_.cancel.get(), [&ctx] { ctx.TryCancel(); });
@@ -138,6 +145,15 @@ class GrpcPsClient final : public PsClient {
   }
 
  private:
+  // The payload bytes of a push (herd_worker_sent_bytes_total{peer="server"}): one add per
+  // call, whatever the number of chunks.
+  void CountSent(const std::vector<PushChunk>& chunks) const {
+    if (options_.sent_bytes == nullptr) return;
+    size_t bytes = 0;
+    for (const auto& c : chunks) bytes += c.data().size();
+    options_.sent_bytes->Increment(static_cast<double>(bytes));
+  }
+
   void Prepare(grpc::ClientContext* ctx) const {
     if (!options_.token.empty()) ctx->AddMetadata("authorization", "Bearer " + options_.token);
     ctx->set_deadline(std::chrono::system_clock::now() + options_.call_timeout);

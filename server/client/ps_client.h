@@ -15,6 +15,10 @@
 #include "common/deadline.h"
 #include "herd/v1/ps.pb.h"
 
+namespace prometheus {
+class Counter;
+}
+
 namespace herd::server {
 
 struct PsClientOptions {
@@ -26,6 +30,9 @@ struct PsClientOptions {
   // When set, cancelling it ends every call in flight and every later one with its reason
   // (the worker's session cancels it when the scheduler says the job ended).
   std::shared_ptr<CancelToken> cancel;
+  // When set, the payload bytes of every push are added to it (the worker's
+  // herd_worker_sent_bytes_total{mode, peer="server"}, docs/metrics.md).
+  prometheus::Counter* sent_bytes = nullptr;
 };
 
 class PsClient {

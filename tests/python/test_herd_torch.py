@@ -157,14 +157,27 @@ class FeaturesTest(HerdTorchTest):
         self.assertIn("fc1.weight", run.err)
 
     def test_mode_switch_mid_loop(self):
+        state = tempfile.mkdtemp(prefix="herd-py-state-")
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", state]))
         run = self.herd_local("allreduce", ["--iterations", "24"], local_args=[
-            "--servers", "1", "--switch-mode-at", "8:ps_sync", "--switch-mode-at", "16:dear"])
+            "--servers", "1", "--switch-mode-at", "8:ps_sync", "--switch-mode-at", "16:dear",
+            "--state", state])
         self.assertTrained(run, iterations=24)
         modes = run.rank(1)["modes"]
         self.assertEqual(modes, ["allreduce"] * 8 + ["ps_sync"] * 8 + ["dear"] * 8)
         self.assertIn("allreduce (iterations 0-7), ps_sync (8-15), dear (16-23)",
                       run.summary["modes"].replace("iterations 8-15", "8-15")
                       .replace("iterations 16-23", "16-23"))
+        # The Python workers served their metrics (HERD_METRICS_LISTEN from herd local), and
+        # the scheduler kept the job's history with every iteration's mode.
+        with open(os.path.join(state, "logs", "worker-1.log")) as f:
+            self.assertIn("metrics at http://127.0.0.1:", f.read())
+        history = {}
+        with open(os.path.join(state, "scheduler-state", "history", "local.jsonl")) as f:
+            for line in f:
+                record = json.loads(line)
+                history[record["iteration"]] = record["mode"]
+        self.assertEqual([history[i] for i in range(24)], modes)
 
     def test_without_model_argument(self):
         run = self.herd_local("dear", ["--no-model"])

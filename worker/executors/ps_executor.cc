@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "algorithms/compression/compressor.h"
 #include "common/status.h"
+#include "metrics/worker_metrics.h"
 #include "plan/modes.h"
 #include "server/client/sharded_client.h"
 #include "worker/executor_state.h"
@@ -202,6 +203,8 @@ absl::StatusOr<std::unique_ptr<Executor>> MakePsExecutor(const ExecutorContext& 
   o.client.tls = context.ps_tls;
   o.client.tls_ca_file = context.ps_tls_ca_file;
   o.client.cancel = context.ps_cancel;
+  o.client.sent_bytes = &metrics::WorkerMetrics::Get().SentBytes(
+      plan.mode().mode(), metrics::WorkerMetrics::Peer::kServer);
   o.resolve_address = context.shard_address;
   o.client.call_timeout = context.timeout;
   for (const auto& m : plan.servers()) {
