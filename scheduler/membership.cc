@@ -186,10 +186,33 @@ absl::StatusOr<herd::v1::HeartbeatResponse> SchedulerCore::Heartbeat(
   }
   HERD_ASSIGN_OR_RETURN(herd::v1::Member * m,
                         FindLiveMember(*job, req.node_id(), "heartbeat", &ref));
-  (void)m;
+  if (req.has_durable_version() &&
+      (ref.role != herd::v1::ROLE_SERVER || req.durable_version() < 0)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "heartbeat of %s reports durable version %d; only servers report one, and it is >= 0",
+        DescribeMember(ref.role, *m), req.durable_version()));
+  }
   auto& seen = ref.role == herd::v1::ROLE_WORKER ? job->worker_seen : job->server_seen;
   seen[static_cast<size_t>(ref.slot)] = Clock::now();
+  RecordDurableVersion(*job, ref.slot, req);
   return resp;
+}
+
+void SchedulerCore::RecordDurableVersion(Job& job, int slot,
+                                         const herd::v1::HeartbeatRequest& req) {
+  // Only servers get here with a version (Heartbeat checked it).
+  if (!req.has_durable_version()) return;
+  const herd::v1::Member& m = job.status.servers(slot);
+  if (m.has_durable_version() && m.durable_version() == req.durable_version()) return;
+  // The last report, not the highest: a shard restarted with --accept-data-loss reports the
+  // older version it now serves from. A state that cannot be written keeps the previous value
+  // (a lower bound still) and the heartbeat counts all the same.
+  herd::v1::JobStatus next = job.status;
+  next.mutable_servers(slot)->set_durable_version(req.durable_version());
+  if (auto st = Commit(job, std::move(next), next_node_id_, /*sync=*/false); !st.ok()) {
+    Log().debug("scheduler: not recording the durable version of shard {}: {}", slot,
+                std::string(st.message()));
+  }
 }
 
 void SchedulerCore::DetectFailures() {

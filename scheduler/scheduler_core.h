@@ -167,6 +167,10 @@ class SchedulerCore {
   static void AdvanceEpoch(herd::v1::JobStatus& next, std::string reason);
   // Ends the job in `next` with a terminal state and a new epoch (the caller commits it).
   static void EndJob(herd::v1::JobStatus& next, herd::v1::JobState state, std::string reason);
+  // Keeps the durable version a server's heartbeat reports in its member (not synced: a
+  // lower bound is enough, see server/recovery_check.h).
+  void RecordDurableVersion(Job& job, int slot, const herd::v1::HeartbeatRequest& req)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Commits an ending built by EndJob and drops the job's bootstrap store.
   absl::Status CommitEnding(Job& job, herd::v1::JobStatus next) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Persists `next` and only then installs it, so a failed write changes nothing. When the

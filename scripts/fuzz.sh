@@ -13,7 +13,7 @@ seconds=${1:-60}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(job_spec_fuzzer plan_fuzzer push_fuzzer store_fuzzer)
+  targets=(job_spec_fuzzer plan_fuzzer push_fuzzer store_fuzzer checkpoint_fuzzer)
 fi
 if ! command -v clang++ >/dev/null; then
   echo "fuzz.sh: clang++ not found (scripts/install-deps.sh installs clang and libclang-rt-14-dev)" >&2

@@ -122,8 +122,8 @@ absl::StatusOr<bool> Engine::Init(std::string_view job, KeyId key, std::string_v
   if (writer_ != nullptr && config_.durability.kind != Durability::Kind::kCheckpointOnly) {
     const std::span<const float> initial(reinterpret_cast<const float*>(values.data()),
                                          static_cast<size_t>(ks.count));
-    HERD_RETURN_IF_ERROR(WriteView(KeyRecordView{key, ks.version, initial, ks.slot0, ks.slot1,
-                                                 ks.epsilon, ks.result, ks.clocks}));
+    HERD_RETURN_IF_ERROR(WriteView(ks, KeyRecordView{key, ks.version, initial, ks.slot0, ks.slot1,
+                                                     ks.epsilon, ks.result, ks.clocks}));
     ks.params_durable = true;
   }
   std::memcpy(ks.params.data(), values.data(), values.size());
@@ -172,6 +172,7 @@ absl::Status Engine::Restore(const KeyRecord& r) {
   ks.version = r.version;
   ks.initialized = true;
   ks.params_durable = true;
+  ks.durable_version = r.version;
   return absl::OkStatus();
 }
 
@@ -305,7 +306,7 @@ absl::Status Engine::CommitRoundLocked(KeyState& ks, KeyId key, NextState next,
                        next.result ? *next.result : ks.result,
                        next.clocks ? *next.clocks : ks.clocks};
     if (config_.mode == Mode::kEc && ks.params_durable && !next.params) view.params = {};
-    HERD_RETURN_IF_ERROR(WriteView(view));
+    HERD_RETURN_IF_ERROR(WriteView(ks, view));
     ks.rounds_since_write = 0;
     ks.params_durable = true;
   } else {
@@ -330,19 +331,31 @@ absl::Status Engine::WriteLocked(KeyState& ks, KeyId key) {
   KeyRecordView view{key,      ks.version, ks.params, ks.slot0,
                      ks.slot1, ks.epsilon, ks.result, ks.clocks};
   if (config_.mode == Mode::kEc && ks.params_durable) view.params = {};
-  HERD_RETURN_IF_ERROR(WriteView(view));
+  HERD_RETURN_IF_ERROR(WriteView(ks, view));
   ks.rounds_since_write = 0;
   ks.params_durable = true;
   return absl::OkStatus();
 }
 
-absl::Status Engine::WriteView(KeyRecordView view) {
+absl::Status Engine::WriteView(KeyState& ks, KeyRecordView view) {
   if (writer_ == nullptr) return absl::OkStatus();
   // The store's error is UNAVAILABLE naming the cause (storage/database.h); the shard goes on
   // serving and takes writes again once the disk is back.
   HERD_RETURN_IF_ERROR(writer_->Write(config_.job, view));
+  ks.durable_version = view.version;
   writes_.fetch_add(1, std::memory_order_relaxed);
   return absl::OkStatus();
+}
+
+std::optional<int64_t> Engine::DurableVersion() const {
+  if (writer_ == nullptr || keys_.empty()) return std::nullopt;
+  int64_t lowest = INT64_MAX;
+  for (const auto& [key, ks] : keys_) {
+    std::lock_guard<std::mutex> lock(ks->mu);
+    if (ks->durable_version < 0) return std::nullopt;
+    lowest = std::min(lowest, ks->durable_version);
+  }
+  return lowest;
 }
 
 std::vector<KeyId> Engine::Keys() const {

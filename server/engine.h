@@ -108,6 +108,10 @@ class Engine {
   void SetLiveWorkers(const std::vector<int>& ranks);
   // Writes every key now (checkpoint). Returns the number of keys written.
   absl::StatusOr<int> WriteAll();
+  // The lowest version on disk over this shard's keys (restored, or written by this engine);
+  // nullopt while a key has none. The shard reports it to the scheduler, so a restart that
+  // recovers less is caught (server/recovery_check.h).
+  std::optional<int64_t> DurableVersion() const;
   // Wakes every waiter with UNAVAILABLE; later calls fail the same way.
   void Shutdown();
 
@@ -173,6 +177,8 @@ class Engine {
     int64_t rounds_since_write = 0;
     // ps_ec never changes the parameters after InitKeys: once on disk they are not rewritten.
     bool params_durable = false;
+    // The version of the key's last record on disk (-1: none yet).
+    int64_t durable_version = -1;
     // ps_sync / ps_ec: the last round refused because its result was not finite (-1: none),
     // and why; whoever waits for that round hears it.
     int64_t refused_round = -1;
@@ -222,7 +228,8 @@ class Engine {
 
   absl::Status CheckWorker(int worker) const;
   absl::Status WriteLocked(KeyState& ks, KeyId key);
-  absl::Status WriteView(KeyRecordView view);
+  // Writes `view` (the state of `ks`, locked) and notes its version as on disk.
+  absl::Status WriteView(KeyState& ks, KeyRecordView view);
 
   KeyWriter* writer_;
   std::map<KeyId, std::unique_ptr<KeyState>> keys_;  // this shard's keys; fixed after Create

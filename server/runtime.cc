@@ -21,6 +21,7 @@
 #include "scheduler/client/heartbeat_loop.h"
 #include "scheduler/client/job_wait.h"
 #include "server/engine.h"
+#include "server/recovery_check.h"
 #include "server/shard_checkpoints.h"
 #include "server/state/shard_store.h"
 
@@ -96,7 +97,13 @@ class ShardProcess {
     checkpoints_job_ = !job.spec().checkpoint().dir().empty();
     HERD_ASSIGN_OR_RETURN(herd::v1::RegisterNodeResponse reg, Register());
     shard_ = reg.rank();
-    heartbeats_ = std::make_unique<scheduler::HeartbeatLoop>(*sched_, o_.job, reg, "server");
+    // Each heartbeat reports the version on disk, which a restart must recover.
+    heartbeats_ = std::make_unique<scheduler::HeartbeatLoop>(
+        *sched_, o_.job, reg, "server", nullptr, [this](herd::v1::HeartbeatRequest& req) {
+          const Engine* engine = engine_ptr_.load();
+          if (engine == nullptr) return;
+          if (std::optional<int64_t> v = engine->DurableVersion()) req.set_durable_version(*v);
+        });
     // The checkpoints announced from now on (and the one pending, which expects this shard).
     HERD_ASSIGN_OR_RETURN(job, sched_->GetJob(o_.job));
     const int64_t first =
@@ -232,6 +239,13 @@ class ShardProcess {
     auto engine = Engine::Create(config, store_.get());
     HERD_ASSIGN_OR_RETURN(std::vector<KeyRecord> records, store_->Load(o_.job));
     for (const auto& r : records) HERD_RETURN_IF_ERROR(engine->Restore(r));
+    // Not behind what this shard had on disk before (server/recovery_check.h).
+    RecoveredState recovered{o_.job,       shard_,         state_dir_, store_->replayed_logs(),
+                             std::nullopt, engine->Keys(), records,    o_.accept_data_loss};
+    if (shard_ < job.servers_size() && job.servers(shard_).has_durable_version()) {
+      recovered.reported = job.servers(shard_).durable_version();
+    }
+    HERD_RETURN_IF_ERROR(CheckNotBehind(recovered));
     // A resumed job's shard starts from the checkpoint (re-mapped to this shard map); a shard
     // restarted later in that job has its own state and keeps it.
     if (records.empty() && !plan.resume_from().empty()) {

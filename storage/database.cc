@@ -103,6 +103,7 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(DatabaseOptions options
   const DatabaseOptions& o = db->options_;
   db->env_ = rocksdb::NewCompositeEnv(NewPrivateFileSystem(o.file_system));
   const std::string logs = WriteAheadLogs(dir);  // before the open replays and removes them
+  db->replayed_logs_ = logs;
   rocksdb::Status st =
       db->OpenDb(o.accept_data_loss ? rocksdb::WALRecoveryMode::kPointInTimeRecovery
                                     : rocksdb::WALRecoveryMode::kAbsoluteConsistency);

@@ -75,6 +75,9 @@ class Database {
   // 0: "default", then options.column_families in order.
   rocksdb::ColumnFamilyHandle* handle(int i) const { return handles_[i]; }
   const std::string& dir() const { return options_.dir; }
+  // The write-ahead logs the open replayed ("DIR/000004.log, ..." or "none"), for messages
+  // about what the recovery found (RocksDB removes them once replayed).
+  const std::string& replayed_logs() const { return replayed_logs_; }
 
   // Writes the batch `fill` builds atomically through the write-ahead log (`sync`: fsynced
   // too). `fill` runs with the database pinned, so it may use handle(). UNAVAILABLE naming the
@@ -99,6 +102,7 @@ class Database {
   rocksdb::IOStatus ProbeDisk();
 
   DatabaseOptions options_;
+  std::string replayed_logs_;
   std::unique_ptr<rocksdb::Env> env_;  // over the file systems above; outlives db_
   mutable std::shared_mutex db_mu_;    // exclusive only for a recovery reopen
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;

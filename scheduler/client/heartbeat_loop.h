@@ -4,7 +4,8 @@
 // next interval (the scheduler may be restarting); the scheduler declares the node dead only
 // after its heartbeat timeout. Each answer (the job's state and epoch) goes to `on_answer`
 // when one is given, on the loop's thread: how a process blocked in a collective learns
-// within a heartbeat that its job ended.
+// within a heartbeat that its job ended. `fill`, when given, adds to each request what the
+// node reports (a shard: the version it has on disk), on the loop's thread.
 
 #include <atomic>
 #include <functional>
@@ -21,9 +22,10 @@ class HeartbeatLoop {
  public:
   // `what` names the process in the logs ("server", "worker 3").
   using OnAnswer = std::function<void(const herd::v1::HeartbeatResponse&)>;
+  using Fill = std::function<void(herd::v1::HeartbeatRequest&)>;
   HeartbeatLoop(SchedulerClient& client, std::string job,
                 const herd::v1::RegisterNodeResponse& registered, std::string what,
-                OnAnswer on_answer = nullptr);
+                OnAnswer on_answer = nullptr, Fill fill = nullptr);
   ~HeartbeatLoop();
   HeartbeatLoop(const HeartbeatLoop&) = delete;
   HeartbeatLoop& operator=(const HeartbeatLoop&) = delete;

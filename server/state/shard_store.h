@@ -39,6 +39,9 @@ class ShardStore final : public KeyWriter {
 
   absl::Status Write(const std::string& job, const KeyRecordView& record) override;
   absl::Status Writable() override { return db_->Writable(); }
+  const std::string& dir() const { return dir_; }
+  // The write-ahead logs the open replayed (storage::Database::replayed_logs).
+  const std::string& replayed_logs() const { return db_->replayed_logs(); }
   // Every key stored for `job`. DATA_LOSS for a record that does not parse.
   absl::StatusOr<std::vector<KeyRecord>> Load(const std::string& job);
 

@@ -4,7 +4,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -20,6 +22,12 @@ std::string ShellQuote(const std::string& s) {
 }
 
 }  // namespace
+
+int TimeScale() {
+  const char* v = std::getenv("HERD_TEST_TIME_SCALE");
+  const int scale = v == nullptr ? 1 : std::atoi(v);
+  return std::clamp(scale, 1, 20);
+}
 
 void HerdProcess::Start(const std::string& subcommand, std::vector<std::string> args,
                         const std::string& port_file, const std::string& log_path,
@@ -44,6 +52,7 @@ void HerdProcess::Start(const std::string& subcommand, std::vector<std::string> 
     execv(argv[0], argv.data());
     _exit(127);
   }
+  patience *= TimeScale();
   const auto give_up = std::chrono::steady_clock::now() + patience;
   while (std::chrono::steady_clock::now() < give_up) {
     std::ifstream in(port_file);
@@ -119,7 +128,7 @@ pid_t SpawnHerd(const std::vector<std::string>& args, const std::string& log) {
 }
 
 int WaitExit(pid_t pid, int seconds) {
-  for (int i = 0; i < seconds * 20; ++i) {
+  for (int i = 0; i < seconds * 20 * TimeScale(); ++i) {
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) return status;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

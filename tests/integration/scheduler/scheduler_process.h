@@ -58,6 +58,11 @@ CliResult RunHerd(const std::vector<std::string>& args);
 
 // Starts `herd <args>` in the background, stdout and stderr to `log`; returns its pid.
 pid_t SpawnHerd(const std::vector<std::string>& args, const std::string& log);
+// The factor on HerdProcess::Start's patience and WaitExit's seconds: HERD_TEST_TIME_SCALE
+// (1 to 20, default 1). Instrumented builds start their processes several times slower
+// (scripts/sanitize.sh sets 4).
+int TimeScale();
+
 // Waits up to `seconds` for `pid` to exit and returns its wait status; kills it and returns -1
 // when it does not.
 int WaitExit(pid_t pid, int seconds);

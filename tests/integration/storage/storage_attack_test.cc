@@ -2,7 +2,9 @@
 // scheduler` on a disk that fills up (a small tmpfs of their own: real ENOSPC from the kernel)
 // refuse writes with UNAVAILABLE naming the cause, keep serving what they acknowledged, do not
 // abort, and take writes again once space is freed; a write-ahead log with flipped bytes
-// makes both refuse to start with DATA_LOSS naming the log, until --accept-data-loss; state
+// makes both refuse to start with DATA_LOSS naming the log, until --accept-data-loss; so does a
+// shard whose log was cut exactly at a record boundary (it replays "cleanly") or whose state
+// directory is gone, caught against the version the scheduler knows was on disk; state
 // directories are 0700 and their files 0600.
 
 #include <gtest/gtest.h>
@@ -129,6 +131,43 @@ class StorageAttackTest : public ::testing::Test {
                 fs::perms::none)
           << e.path();
     }
+  }
+  // The newest non-empty write-ahead log of `dir` ("" when none).
+  static fs::path NewestLog(const fs::path& dir) {
+    fs::path newest;
+    for (const auto& e : fs::directory_iterator(dir)) {
+      if (e.path().extension() == ".log" && e.file_size() > 0 &&
+          (newest.empty() || e.path().filename() > newest.filename())) {
+        newest = e.path();
+      }
+    }
+    return newest;
+  }
+  // The offsets where the write batches of a RocksDB write-ahead log end (its format: 32 KiB
+  // blocks of records, each a 7-byte header -- crc32c, little-endian length, type -- and its
+  // bytes; a batch is one FULL record or FIRST, MIDDLE..., LAST; a block's last < 7 bytes are
+  // padding).
+  static std::vector<uint64_t> BatchEnds(const fs::path& log) {
+    std::ifstream f(log, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    constexpr uint64_t kBlock = 32768, kHeader = 7;
+    std::vector<uint64_t> ends;
+    uint64_t pos = 0;
+    while (pos < bytes.size()) {
+      const uint64_t left = kBlock - pos % kBlock;
+      if (left < kHeader) {
+        pos += left;
+        continue;
+      }
+      if (pos + kHeader > bytes.size()) break;
+      const auto* h = reinterpret_cast<const unsigned char*>(bytes.data() + pos);
+      const uint64_t length = h[4] | (uint64_t{h[5]} << 8);
+      const int type = h[6];
+      if (type == 0 && length == 0) break;  // preallocated zeros: the end
+      pos += kHeader + length;
+      if (type == 1 || type == 4) ends.push_back(pos);  // FULL, LAST
+    }
+    return ends;
   }
   // Flips bytes in the middle of the newest non-empty write-ahead log of `dir`; its name.
   std::string DamageLog(const fs::path& dir) {
@@ -283,6 +322,118 @@ TEST_F(StorageAttackTest, ShardWithADamagedLogRefusesToStartUntilTheLossIsAccept
   EXPECT_GE(version, 0);
   EXPECT_LT(version, 4);
   EXPECT_EQ(value, 1.0f - 0.5f * static_cast<float>(version));
+}
+
+// The shard's state as of round `round` of key "w" (one worker pushing gradient 1 from 1.0).
+std::pair<int64_t, float> AtRound(int64_t round) {
+  return {round, 1.0f - 0.5f * static_cast<float>(round)};
+}
+
+TEST_F(StorageAttackTest, ShardWhoseLogWasCutAtARecordBoundaryRefusesToGoBackInTime) {
+  scheduler_.Start((dir_ / "scheduler").string(), 0, {"--heartbeat-timeout", "500ms"});
+  auto sched = Scheduler(scheduler_.address());
+  ASSERT_TRUE(sched->SubmitJob(PsJob("cut")).ok());
+  const fs::path state = dir_ / "shard";
+  {
+    HerdProcess shard;
+    shard.Start("server", ShardArgs("cut", state.string()), (dir_ / "shard.port").string(),
+                (dir_ / "shard.log").string(), std::chrono::seconds(20));
+    auto c = Shard(shard.port());
+    ASSERT_TRUE(InitKey(*c, "cut").ok());
+    for (int r = 0; r < 6; ++r) ASSERT_TRUE(PushRound(*c, "cut", r).ok());
+    // The shard's heartbeats tell the scheduler that version 6 is on disk.
+    int64_t reported = -1;
+    for (int i = 0; i < 100 && reported != 6; ++i) {
+      auto job = sched->GetJob("cut");
+      ASSERT_TRUE(job.ok()) << job.status();
+      if (job->servers(0).has_durable_version()) reported = job->servers(0).durable_version();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_EQ(reported, 6);
+    shard.Stop(SIGKILL);
+  }
+  // Cut the log right after the batch of round 1: what is left is a whole, shorter log.
+  const fs::path log = NewestLog(state);
+  ASSERT_FALSE(log.empty());
+  const std::vector<uint64_t> ends = BatchEnds(log);
+  ASSERT_GE(ends.size(), 7u) << "the initial value and six rounds";
+  const uint64_t cut = ends[ends.size() - 5];  // drops rounds 2..5
+  fs::resize_file(log, cut);
+
+  auto args = ShardArgs("cut", state.string());
+  const std::string out = (dir_ / "refused.log").string();
+  std::vector<std::string> refused_args = {"server"};
+  refused_args.insert(refused_args.end(), args.begin(), args.end());
+  const int status =
+      scheduler::testing::WaitExit(scheduler::testing::SpawnHerd(refused_args, out), 30);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  const std::string said = scheduler::testing::ReadFile(out);
+  EXPECT_NE(said.find("went back in time"), std::string::npos) << said;
+  EXPECT_NE(said.find("recovered version 2"), std::string::npos) << said;
+  EXPECT_NE(said.find("had written version 6"), std::string::npos) << said;
+  EXPECT_NE(said.find(log.filename().string()), std::string::npos) << said;
+  EXPECT_NE(said.find("--accept-data-loss"), std::string::npos) << said;
+  // The refused start served nothing and changed nothing the scheduler knows.
+  auto job = sched->GetJob("cut");
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->servers(0).durable_version(), 6);
+
+  // The operator accepts the loss: the shard serves round 2 and reports it.
+  HerdProcess shard;
+  args.push_back("--accept-data-loss");
+  shard.Start("server", args, (dir_ / "shard2.port").string(), (dir_ / "shard2.log").string(),
+              std::chrono::seconds(20));
+  auto c = Shard(shard.port());
+  EXPECT_EQ(PullNow(*c, "cut"), AtRound(2));
+  EXPECT_NE(shard.log().find("went back in time"), std::string::npos) << shard.log();
+  int64_t reported = -1;
+  for (int i = 0; i < 100 && reported != 2; ++i) {
+    job = sched->GetJob("cut");
+    ASSERT_TRUE(job.ok()) << job.status();
+    reported = job->servers(0).durable_version();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(reported, 2);
+}
+
+TEST_F(StorageAttackTest, ShardRestartedOnAnEmptyStateDirectoryRefusesToServe) {
+  scheduler_.Start((dir_ / "scheduler").string(), 0, {"--heartbeat-timeout", "500ms"});
+  auto sched = Scheduler(scheduler_.address());
+  ASSERT_TRUE(sched->SubmitJob(PsJob("lost")).ok());
+  auto args = ShardArgs("lost", (dir_ / "shard").string());
+  args.insert(args.end(), {"--name", "shard-a"});
+  {
+    HerdProcess shard;
+    shard.Start("server", args, (dir_ / "shard.port").string(), (dir_ / "shard.log").string(),
+                std::chrono::seconds(20));
+    auto c = Shard(shard.port());
+    ASSERT_TRUE(InitKey(*c, "lost").ok());
+    ASSERT_TRUE(PushRound(*c, "lost", 0).ok());
+    int64_t reported = -1;
+    for (int i = 0; i < 100 && reported != 1; ++i) {
+      auto job = sched->GetJob("lost");
+      ASSERT_TRUE(job.ok()) << job.status();
+      reported = job->servers(0).durable_version();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_EQ(reported, 1);
+    shard.Stop(SIGKILL);
+  }
+  // The shard comes back on another machine's empty disk (same name, new directory).
+  args = ShardArgs("lost", (dir_ / "elsewhere").string());
+  args.insert(args.end(), {"--name", "shard-a"});
+  std::vector<std::string> refused_args = {"server"};
+  refused_args.insert(refused_args.end(), args.begin(), args.end());
+  const std::string out = (dir_ / "refused.log").string();
+  const int status =
+      scheduler::testing::WaitExit(scheduler::testing::SpawnHerd(refused_args, out), 30);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  const std::string said = scheduler::testing::ReadFile(out);
+  EXPECT_NE(said.find("went back in time"), std::string::npos) << said;
+  EXPECT_NE(said.find("has no record at all"), std::string::npos) << said;
+  EXPECT_NE(said.find((dir_ / "elsewhere").string()), std::string::npos) << said;
 }
 
 TEST_F(StorageAttackTest, SchedulerWithADamagedLogRefusesToStartUntilTheLossIsAccepted) {

@@ -349,6 +349,47 @@ TEST(SchedulerCore, StateSurvivesARestart) {
   for (uint64_t id : ids) EXPECT_NE(fresh->node_id(), id);
 }
 
+// A shard's heartbeat reports the version it has on disk; the scheduler keeps the last report
+// in the shard's member, across its own restart and the shard's, so a restarted shard can tell
+// whether it recovered everything (server/recovery_check.h).
+TEST(SchedulerCore, KeepsTheVersionEachShardReportsOnDisk) {
+  TempDir dir;
+  std::vector<uint64_t> ids;
+  {
+    auto core = OpenCore(dir.path());
+    ASSERT_TRUE(core->SubmitJob(testing::AsyncSpec("j1", 1, 2)).ok());
+    ids = RegisterAll(*core, "j1", 1, 2);  // w0, s0, s1
+    herd::v1::HeartbeatRequest hb;
+    hb.set_job("j1");
+    hb.set_node_id(ids[1]);
+    hb.set_durable_version(7);
+    ASSERT_TRUE(core->Heartbeat(hb).ok());
+    hb.set_node_id(ids[2]);
+    hb.clear_durable_version();
+    ASSERT_TRUE(core->Heartbeat(hb).ok());
+    // Only servers report one, never negative; a refused report changes nothing.
+    hb.set_node_id(ids[0]);
+    hb.set_durable_version(3);
+    EXPECT_EQ(core->Heartbeat(hb).status().code(), absl::StatusCode::kInvalidArgument);
+    hb.set_node_id(ids[1]);
+    hb.set_durable_version(-1);
+    EXPECT_EQ(core->Heartbeat(hb).status().code(), absl::StatusCode::kInvalidArgument);
+    auto job = core->GetJob("j1");
+    EXPECT_EQ(job->servers(0).durable_version(), 7);
+    EXPECT_FALSE(job->servers(1).has_durable_version());
+    EXPECT_FALSE(job->workers(0).has_durable_version());
+  }
+  auto core = OpenCore(dir.path());
+  EXPECT_EQ(core->GetJob("j1")->servers(0).durable_version(), 7);
+  // The last report counts, lower too (a shard that accepted a loss serves an older state).
+  herd::v1::HeartbeatRequest hb;
+  hb.set_job("j1");
+  hb.set_node_id(ids[1]);
+  hb.set_durable_version(5);
+  ASSERT_TRUE(core->Heartbeat(hb).ok());
+  EXPECT_EQ(core->GetJob("j1")->servers(0).durable_version(), 5);
+}
+
 TEST(SchedulerCore, TheStateDirectoryHasOneOwner) {
   TempDir dir;
   auto core = OpenCore(dir.path());

@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "engine_test_util.h"
+#include "server/recovery_check.h"
 
 namespace herd::server {
 namespace {
@@ -172,6 +173,45 @@ TEST_F(ShardStoreTest, AsyncClocksAndEcResidualsSurvive) {
   Pulled got = PullOf(*s.engine, kA);
   EXPECT_EQ(got.version, 1);
   EXPECT_EQ(got.data, before);
+}
+
+// The version on disk the shard reports (the lowest over its keys, none while a key has no
+// record), and the check a restart makes against it: a key behind it, or without a record, is
+// DATA_LOSS naming the directory, unless the loss is accepted.
+TEST_F(ShardStoreTest, ARestartIsCheckedAgainstTheVersionReportedOnDisk) {
+  const ShardConfig config = StatefulJob(Mode::kSync, Durability{});
+  {
+    Shard s = Open(config);
+    EXPECT_EQ(s.engine->DurableVersion(), std::nullopt);
+    ASSERT_TRUE(*s.engine->Init("j", kA, Bytes({1, 2, 3, 4})));
+    EXPECT_EQ(s.engine->DurableVersion(), std::nullopt) << "key B has no record yet";
+    ASSERT_TRUE(*s.engine->Init("j", kB, Bytes({1, 2, 3})));
+    EXPECT_EQ(s.engine->DurableVersion(), 0);
+    Round(*s.engine, 0, 1.0f);
+    Round(*s.engine, 1, 1.0f);
+    EXPECT_EQ(s.engine->DurableVersion(), 0) << "key B is still at version 0";
+  }
+  Shard s = Open(config);
+  EXPECT_EQ(s.engine->DurableVersion(), 0);
+  auto records = s.store->Load("j");
+  ASSERT_TRUE(records.ok());
+  RecoveredState r{"j",      0,    dir_.string(), s.store->replayed_logs(), 0, s.engine->Keys(),
+                   *records, false};
+  EXPECT_TRUE(CheckNotBehind(r).ok());
+  r.reported = std::nullopt;
+  EXPECT_TRUE(CheckNotBehind(r).ok()) << "nothing reported: nothing to hold it against";
+  r.reported = 1;  // more than key B ever had
+  absl::Status behind = CheckNotBehind(r);
+  EXPECT_EQ(behind.code(), absl::StatusCode::kDataLoss) << behind;
+  EXPECT_NE(behind.message().find("key (tensor 0, chunk 1) recovered version 0"), std::string::npos)
+      << behind;
+  EXPECT_NE(behind.message().find(dir_.string()), std::string::npos) << behind;
+  r.records.clear();  // the directory lost everything
+  behind = CheckNotBehind(r);
+  EXPECT_NE(behind.message().find("has no record at all"), std::string::npos) << behind;
+  EXPECT_NE(behind.message().find("(2 of 2 keys are behind)"), std::string::npos) << behind;
+  r.accept_data_loss = true;
+  EXPECT_TRUE(CheckNotBehind(r).ok());
 }
 
 TEST_F(ShardStoreTest, SecondOpenOfTheSameDirectoryIsRefused) {
