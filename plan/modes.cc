@@ -25,6 +25,7 @@ constexpr ModeInfo kModes[] = {
      .summary = "WFBP: buckets all-reduced (ring reduce-scatter + all-gather) during backward",
      .runs_on = RunsOn::kWorkers,
      .needs_communicator = true,
+     .shrinks = true,
      .worker_state = {S::kParameters, S::kOptimizerSlots}},
     {.name = "dear",
      .summary = "DeAR: reduce-scatter in backward, all-gather overlapped with the next forward",

@@ -2,11 +2,13 @@
 // running job makes every iteration or epoch.
 
 #include <algorithm>
+#include <chrono>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "scheduler/bounds.h"
+#include "scheduler/elastic.h"
 #include "scheduler/limits.h"
 #include "scheduler/plan_builder.h"
 #include "scheduler/scheduler_core.h"
@@ -15,6 +17,12 @@ namespace herd::scheduler {
 namespace {
 
 using limits::kMaxKeyBytes;
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 absl::Status ShuttingDown(std::string_view action) {
   return absl::UnavailableError(absl::StrFormat(
@@ -190,6 +198,7 @@ absl::StatusOr<herd::v1::ReportIterationResponse> SchedulerCore::ReportIteration
     if (next.workers(q.rank()).alive()) low = std::min(low, q.iteration());
   }
   if (low != INT64_MAX) next.set_completed_iteration(std::max(next.completed_iteration(), low));
+  NoteProgress(next, NowUnixMs());
   HERD_RETURN_IF_ERROR(Commit(*job, std::move(next), next_node_id_, /*sync=*/false));
   herd::v1::ReportIterationResponse resp;
   resp.set_epoch(job->status.epoch());
