@@ -96,6 +96,11 @@ class Elastic : public ::testing::Test {
     if (!std::regex_search(json, m, std::regex("\"" + field + "\":\\s*\"?(-?[0-9.]+)"))) return -1;
     return std::atoll(m[1].str().c_str());
   }
+  static double JsonDouble(const std::string& json, const std::string& field) {
+    std::smatch m;
+    if (!std::regex_search(json, m, std::regex("\"" + field + "\":\\s*([-0-9.eE+]+)"))) return -1;
+    return std::atof(m[1].str().c_str());
+  }
   static double Accuracy(const std::string& status) {
     const size_t at = status.find("test accuracy ");
     return at == std::string::npos ? -1 : std::atof(status.c_str() + at + 14);
