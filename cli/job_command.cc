@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "cli/command.h"
 #include "cli/mode_options.h"
 #include "plan/modes.h"
@@ -175,6 +176,36 @@ void PrintCheckpoints(const JobStatus& j) {
   }
 }
 
+// The elastic lines of `herd job status`: the bounds, the failures so far, a pause, and each
+// membership event (when it was detected, where the survivors went on, how many iterations they
+// ran again, and how long until every live worker had completed an iteration after it).
+void PrintMembership(const JobStatus& j) {
+  if (!j.spec().has_elastic()) return;
+  const auto& e = j.spec().elastic();
+  std::printf("elastic   %d..%d workers, %d of at most %d failures, pending timeout %g s\n",
+              e.min_workers(), e.max_workers(), j.worker_failures(), e.max_failures(),
+              static_cast<double>(e.pending_timeout_ms()) / 1e3);
+  if (j.paused_since_unix_ms() != 0) {
+    std::printf("paused    %s\n", j.pause_reason().c_str());
+  }
+  for (const auto& ev : j.membership_events()) {
+    const std::string resumed =
+        ev.resumed_unix_ms() > 0
+            ? absl::StrFormat(
+                  "went on %.2f s after detection",
+                  static_cast<double>(ev.resumed_unix_ms() - ev.detected_unix_ms()) / 1e3)
+            : std::string("not gone on yet");
+    std::printf(
+        "membership %s: %s; %d workers from iteration %lld (%lld iteration(s) run again), "
+        "%s\n",
+        absl::FormatTime("%Y-%m-%d %H:%M:%E3S UTC", absl::FromUnixMillis(ev.detected_unix_ms()),
+                         absl::UTCTimeZone())
+            .c_str(),
+        ev.what().c_str(), ev.workers_after(), static_cast<long long>(ev.rerun_from_iteration()),
+        static_cast<long long>(ev.iterations_rerun()), resumed.c_str());
+  }
+}
+
 void PrintStatus(const JobStatus& j) {
   const auto& s = j.spec();
   std::printf("job       %s\n", s.name().c_str());
@@ -224,6 +255,7 @@ void PrintStatus(const JobStatus& j) {
   table("workers", j.workers(), true);
   if (j.servers_size() > 0) table("servers", j.servers(), false);
   PrintCheckpoints(j);
+  PrintMembership(j);
 }
 
 class JobCommand : public Command {

@@ -102,6 +102,13 @@ class LocalCommand final : public Command {
                    "Resume from a checkpoint: DIR (its newest good one) or DIR/ID");
     app.add_option("--losses", losses_file_,
                    "Write rank 0's loss of every iteration to FILE ('ITERATION LOSS' lines)");
+    app.add_option("--min-workers", min_workers_,
+                   "Elastic job (docs/elastic.md): a worker that dies leaves the others going on "
+                   "while at least N are alive")
+        ->check(CLI::Range(1, 64));
+    app.add_option("--max-failures", max_failures_,
+                   "Elastic job: worker deaths it survives (with --min-workers; default 3)")
+        ->check(CLI::Range(0, 1000000));
     app.add_option("--preempt-grace", preempt_grace_,
                    "On SIGTERM with checkpoints: how long the job may take to checkpoint and "
                    "stop (60s)")
@@ -227,6 +234,14 @@ class LocalCommand final : public Command {
     policy->set_keep_every(keep_every_);
     if (!resume_.empty()) {
       spec.set_resume_from(fs::absolute(resume_, ec).lexically_normal().string());
+    }
+    if (max_failures_ >= 0 && min_workers_ == 0) {
+      return absl::InvalidArgumentError(
+          "--max-failures applies to an elastic job: give --min-workers");
+    }
+    if (min_workers_ > 0) {
+      spec.mutable_elastic()->set_min_workers(min_workers_);
+      if (max_failures_ >= 0) spec.mutable_elastic()->set_max_failures(max_failures_);
     }
     return absl::OkStatus();
   }
@@ -477,6 +492,21 @@ class LocalCommand final : public Command {
         return 130;
       }
       while (auto exit = children_.PollExit()) {
+        // In an elastic job a worker that dies leaves the others going on (the scheduler fails
+        // the job when it cannot, and the others then exit with its reason).
+        if (min_workers_ > 0 && exit->name.rfind("worker-", 0) == 0 &&
+            !(WIFEXITED(exit->status) && WEXITSTATUS(exit->status) == 0)) {
+          auto job = (*sched)->GetJob(job_);
+          if (job.ok() && job->state() == herd::v1::JOB_RUNNING) {
+            progress.Finish();
+            std::fprintf(stderr, "herd local: %s %s; elastic job %s goes on without it\n",
+                         exit->name.c_str(), ChildProcesses::DescribeStatus(exit->status).c_str(),
+                         job_.c_str());
+            ++done;
+            if (++workers_done == workers_) workers_exited = std::chrono::steady_clock::now();
+            continue;
+          }
+        }
         if (WIFEXITED(exit->status) && WEXITSTATUS(exit->status) == 0 &&
             exit->name != "scheduler") {
           ++done;
@@ -691,6 +721,8 @@ class LocalCommand final : public Command {
   }
 
   int workers_ = 4;
+  int min_workers_ = 0;    // > 0: an elastic job
+  int max_failures_ = -1;  // -1: the spec's default
   int servers_ = -1;
   std::string mode_ = "dear";
   std::string model_ = "cnn";

@@ -116,6 +116,10 @@ struct ModeInfo {
   // Goes on when a worker dies (its shards' staleness bound ignores dead workers); every other
   // mode exchanges with, or waits for, all workers, so a death fails a job that runs it.
   bool survives_worker_loss = false;
+  // Elastic jobs (JobSpec.elastic): the mode goes on at P-1 after a worker's death: the
+  // survivors roll back to their last in-memory commit and rebuild the executor for the live
+  // workers (worker/session.h, docs/elastic.md). A mode without it fails an elastic job too.
+  bool shrinks = false;
   StateSet worker_state;  // held by each worker
   StateSet server_state;  // held by the shards
 

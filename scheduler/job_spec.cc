@@ -9,6 +9,7 @@
 #include "plan/modes.h"
 #include "plan/topology.h"
 #include "scheduler/bounds.h"
+#include "scheduler/elastic_spec.h"
 #include "scheduler/limits.h"
 
 namespace herd::scheduler {
@@ -158,6 +159,7 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& in) {
         absl::StrFormat("job '%s': workers must be between 1 and %d, got %d", in.name(),
                         limits::kMaxWorkers, in.workers()));
   }
+  if (auto st = NormalizeElasticSpec(out); !st.ok()) return st;
   if (in.servers() < 0 || in.servers() > limits::kMaxServers) {
     return absl::InvalidArgumentError(
         absl::StrFormat("job '%s': servers must be between 0 and %d, got %d", in.name(),

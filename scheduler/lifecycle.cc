@@ -12,6 +12,7 @@
 #include "common/logging.h"
 #include "common/status.h"
 #include "scheduler/bounds.h"
+#include "scheduler/elastic_spec.h"
 #include "scheduler/job_spec.h"
 #include "scheduler/limits.h"
 #include "scheduler/scheduler_core.h"
@@ -255,6 +256,14 @@ absl::StatusOr<JobStatus> SchedulerCore::FailJob(const herd::v1::FailJobRequest&
   const NodeRef& ref = it->second;
   const auto& slots =
       ref.role == herd::v1::ROLE_WORKER ? job->status.workers() : job->status.servers();
+  // A worker of an elastic job that was declared dead (and the job went on without it) does
+  // not fail the job on its way out.
+  if (ref.role == herd::v1::ROLE_WORKER && IsElastic(job->status.spec()) &&
+      !slots[ref.slot].alive()) {
+    Log().info("scheduler: job '{}' goes on without {}, which stopped: {}", req.job(),
+               DescribeMember(ref.role, slots[ref.slot]), Bounded(req.reason()));
+    return job->status;
+  }
   JobStatus next = job->status;
   next.set_failed_process(DescribeMember(ref.role, slots[ref.slot]));
   next.set_failure_reason(req.reason().empty() ? std::string("no reason given")

@@ -10,6 +10,8 @@
 #include "metrics/scheduler_metrics.h"
 #include "plan/modes.h"
 #include "scheduler/bounds.h"
+#include "scheduler/elastic.h"
+#include "scheduler/elastic_spec.h"
 #include "scheduler/limits.h"
 #include "scheduler/plan_builder.h"
 #include "scheduler/scheduler_core.h"
@@ -24,6 +26,12 @@ using limits::kMaxUcxAddressBytes;
 bool ModeNeedsEveryWorker(const herd::v1::ModeSpec& mode) {
   const plan::ModeInfo* m = plan::FindMode(mode.mode());
   return m == nullptr || !m->survives_worker_loss;
+}
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 std::string_view RoleName(herd::v1::Role role) {
@@ -124,6 +132,16 @@ absl::StatusOr<herd::v1::RegisterNodeResponse> SchedulerCore::RegisterNode(
           absl::StrFormat("job '%s' already has its %d %ss, all alive; %s '%s' is not needed",
                           req.job(), count, role, role, req.name()));
     }
+  }
+  // Rejoining a running elastic job in a collective mode needs the model's state from the
+  // live peers, which is not built yet: refused, the job goes on without the slot.
+  if (const auto& mode = ModeAt(job->status, job->status.completed_iteration() + 1);
+      worker && IsElastic(job->status.spec()) && job->status.state() == herd::v1::JOB_RUNNING &&
+      !slots[slot].name().empty() && ModeNeedsEveryWorker(mode)) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "worker '%s' cannot take rank %d of running elastic job '%s': a worker does not yet "
+        "rejoin a job in mode %s (it would lack the model's state); the job goes on without it",
+        req.name(), slot, req.job(), mode.mode()));
   }
   if (reason.empty()) {
     const auto& old = slots[slot];
@@ -243,16 +261,49 @@ void SchedulerCore::DetectFailures() {
     };
     sweep(next.mutable_workers(), job.worker_seen, herd::v1::ROLE_WORKER);
     sweep(next.mutable_servers(), job.server_seen, herd::v1::ROLE_SERVER);
-    if (dead.empty()) continue;
+    const bool running = next.state() == herd::v1::JOB_RUNNING;
+    if (dead.empty()) {
+      // An elastic job paused below min_workers fails once its pending_timeout has passed.
+      if (std::string expired = PauseExpired(next, NowUnixMs()); running && !expired.empty()) {
+        next.set_failed_process("the scheduler's failure detector");
+        next.set_failure_reason(std::move(expired));
+        EndJob(next, herd::v1::JOB_FAILED, "failed: " + next.failure_reason());
+        if (auto st = CommitEnding(job, std::move(next)); !st.ok()) {
+          Log().error("scheduler: {}", std::string(st.message()));
+        }
+      }
+      continue;
+    }
     const std::string why = absl::StrJoin(dead, "; ");
+    const auto& mode = ModeAt(next, next.completed_iteration() + 1);
+    // An elastic job goes on with the live workers in a mode that shrinks (docs/elastic.md), as
+    // long as it has not lost more than max_failures.
+    const bool elastic = dead_workers > 0 && running && IsElastic(next.spec());
+    if (elastic && ModeShrinks(mode)) {
+      if (std::string fail = CountWorkerLoss(next, dead_workers, why); !fail.empty()) {
+        next.set_failed_process("the scheduler's failure detector");
+        next.set_failure_reason(std::move(fail));
+        EndJob(next, herd::v1::JOB_FAILED, "failed: " + next.failure_reason());
+        if (auto st = CommitEnding(job, std::move(next)); !st.ok()) {
+          Log().error("scheduler: {}", std::string(st.message()));
+        }
+        continue;
+      }
+      AdvanceEpoch(next, why);
+      NoteWorkerLoss(next, why, NowUnixMs());
+      if (auto st = Commit(job, std::move(next), next_node_id_, /*sync=*/true); !st.ok()) {
+        Log().error("scheduler: {}", std::string(st.message()));
+      }
+      continue;
+    }
     // A running job whose mode needs every worker cannot go on without one: it fails, naming
     // the worker, so every survivor stops within a heartbeat instead of waiting out its
     // collective's deadline. (A shard that dies is expected back on its state directory.)
-    const auto& mode = ModeAt(next, next.completed_iteration() + 1);
-    if (dead_workers > 0 && next.state() == herd::v1::JOB_RUNNING && ModeNeedsEveryWorker(mode)) {
+    if (dead_workers > 0 && running && ModeNeedsEveryWorker(mode)) {
       next.set_failed_process("the scheduler's failure detector");
-      next.set_failure_reason(absl::StrFormat("%s; mode %s needs all %d workers", why, mode.mode(),
-                                              next.spec().workers()));
+      next.set_failure_reason(absl::StrFormat(
+          "%s; mode %s needs all %d workers%s", why, mode.mode(), next.spec().workers(),
+          elastic ? " (it does not go on at P-1 in an elastic job yet)" : ""));
       EndJob(next, herd::v1::JOB_FAILED, "failed: " + next.failure_reason());
       if (auto st = CommitEnding(job, std::move(next)); !st.ok()) {
         Log().error("scheduler: {}", std::string(st.message()));

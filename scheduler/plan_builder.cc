@@ -54,6 +54,9 @@ Plan BuildPlan(const JobStatus& job, int64_t iteration) {
     plan.set_checkpoint_dir(pending.dir());
     plan.set_stop_at_checkpoint(pending.preempt());
   }
+  plan.set_membership_generation(job.membership_generation());
+  plan.set_paused(job.paused_since_unix_ms() != 0);
+  plan.set_pause_reason(job.pause_reason());
   plan.set_start_iteration(job.has_resumed() ? job.resumed().iteration() : 0);
   if (job.has_resumed()) plan.set_resume_from(job.resumed().path());
   const auto& mode = ModeAt(job, iteration);

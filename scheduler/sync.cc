@@ -2,12 +2,14 @@
 // running job makes every iteration or epoch.
 
 #include <algorithm>
+#include <chrono>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "scheduler/bounds.h"
 #include "scheduler/job_metrics.h"
+#include "scheduler/elastic.h"
 #include "scheduler/limits.h"
 #include "scheduler/plan_builder.h"
 #include "scheduler/scheduler_core.h"
@@ -16,6 +18,12 @@ namespace herd::scheduler {
 namespace {
 
 using limits::kMaxKeyBytes;
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 absl::Status ShuttingDown(std::string_view action) {
   return absl::UnavailableError(absl::StrFormat(
@@ -192,6 +200,7 @@ absl::StatusOr<herd::v1::ReportIterationResponse> SchedulerCore::ReportIteration
     if (next.workers(q.rank()).alive()) low = std::min(low, q.iteration());
   }
   if (low != INT64_MAX) next.set_completed_iteration(std::max(next.completed_iteration(), low));
+  NoteProgress(next, NowUnixMs());
   HERD_RETURN_IF_ERROR(Commit(*job, std::move(next), next_node_id_, /*sync=*/false));
   // Rank 0's figures are the job's (as in its result): its metrics and its history.
   if (job->status.progress(ref.slot).rank() == 0) {

@@ -48,14 +48,22 @@ absl::StatusOr<herd::v1::TrainingResult> Train(Session& session,
       (*result.mutable_metrics())["preempted_at_iteration"] = static_cast<double>(it);
       return result;
     }
-    HERD_ASSIGN_OR_RETURN(Executor * executor, std::move(begun));
     absl::StatusOr<StepStats> step;
-    {
+    if (begun.ok()) {
       Timeline::Span span(&session.timeline(), absl::StrFormat("iteration %d", it),
                           Timeline::Lane::kControl);
-      step = model->Step(*executor, at);
+      step = model->Step(**begun, at, session.DataSlice(batch));
+    } else {
+      step = begun.status();
     }
-    if (!step.ok()) return session.Diagnose(step.status());
+    if (!step.ok()) {
+      // An elastic job that lost a worker goes on with the live ones from the last commit
+      // (Session::Recover); any other error ends this worker, diagnosed.
+      HERD_ASSIGN_OR_RETURN(Session::Rollback back, session.Recover(step.status()));
+      it = back.iteration - 1;
+      at = back.position;
+      continue;
+    }
     HERD_RETURN_IF_ERROR(session.EndIteration(*step));
     if (!loss_file.empty()) {
       // %a: the exact float, so two runs' losses compare bit for bit.
@@ -75,7 +83,7 @@ absl::StatusOr<herd::v1::TrainingResult> Train(Session& session,
   result.set_samples_per_second(seconds > 0 ? static_cast<double>(samples) * world / seconds : 0);
   result.set_exposed_comm_seconds(session.exposed_comm_seconds());
   result.set_test_accuracy(-1);
-  if (rank == 0) {
+  if (session.evaluates()) {
     Timeline::Span span(&session.timeline(), "evaluate", Timeline::Lane::kCompute);
     HERD_ASSIGN_OR_RETURN(double accuracy, model->Evaluate());
     result.set_test_accuracy(accuracy);

@@ -11,6 +11,7 @@
 #include "common/status.h"
 #include "metrics/endpoint.h"
 #include "metrics/worker_metrics.h"
+#include "plan/modes.h"
 #include "scheduler/client/job_wait.h"
 #include "worker/counting_communicator.h"
 #include "worker/executor_state.h"
@@ -88,7 +89,9 @@ absl::Status Session::Register() {
   if (options_.rank) reg.set_requested_rank(*options_.rank);
   HERD_ASSIGN_OR_RETURN(registered_, client_->RegisterNode(reg));
   rank_ = registered_.rank();
+  member_index_ = rank_;
   spec_ = job.spec();
+  elastic_ = spec_.has_elastic();
   HERD_RETURN_IF_ERROR(OpenResume(job));
   if (options_.preemptible != nullptr) {
     options_.preemptible->store(!spec_.checkpoint().dir().empty());
@@ -102,6 +105,7 @@ absl::Status Session::Register() {
       *client_, options_.job, registered_, absl::StrFormat("worker %d", rank_),
       [this](const herd::v1::HeartbeatResponse& answer) {
         MaybeRequestPreemption();  // a worker blocked in a collective still asks
+        if (elastic_) WatchMembership(answer);
         if (!Ended(answer.job_state()) || answer.job_state() == herd::v1::JOB_COMPLETED ||
             answer.job_state() == herd::v1::JOB_PREEMPTED) {
           return;
@@ -180,6 +184,9 @@ absl::StatusOr<Executor*> Session::BeginIteration(int64_t iteration) {
     return absl::FailedPreconditionError("Attach the model before the first iteration");
   }
   if (finished_) return absl::FailedPreconditionError("the session has finished");
+  // Where a rollback to this iteration resumes the data (elastic jobs).
+  positions_[iteration] = position_;
+  while (positions_.size() > 4) positions_.erase(positions_.begin());
   absl::StatusOr<herd::v1::Plan> plan = FetchPlan(iteration);
   if (!plan.ok()) return Explain(plan.status());
   if (Ended(plan->job_state())) {
@@ -209,6 +216,17 @@ absl::StatusOr<Executor*> Session::BeginIteration(int64_t iteration) {
   if (plan->stop_at_checkpoint() && plan->checkpoint_iteration() == iteration) {
     return Explain(StopAtCheckpoint(*plan));
   }
+  if (elastic_ && MembershipChanged(*plan)) {
+    // A peer of this stretch died: the iteration may be one the survivors run again from an
+    // earlier commit (Recover says which), never with the old communicator.
+    return absl::UnavailableError(absl::StrFormat(
+        "iteration %d of job '%s': its live workers changed (%s)", iteration, options_.job,
+        plan->pause_reason().empty() ? "a worker left" : plan->pause_reason()));
+  }
+  if (elastic_ && commits_.empty() && ModeUsesCommunicator(plan->mode().mode())) {
+    // The state before the first iteration: what a death during it rolls back to.
+    HERD_RETURN_IF_ERROR(CommitIteration(iteration - 1));
+  }
   if (plan->mode().SerializeAsString() != executor_key_ || executor_ == nullptr) {
     HERD_RETURN_IF_ERROR(Explain(SwitchTo(*plan, iteration)));
   }
@@ -223,7 +241,10 @@ absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
   const std::string& mode = plan.mode().mode();
   Timeline::Span span(timeline_.get(), "switch to " + mode, Timeline::Lane::kControl);
   const int world = spec_.workers();
-  if (ModeUsesCommunicator(mode) && plan.ranks_size() < world) {
+  const plan::ModeInfo* info = plan::FindMode(mode);
+  const bool collective = ModeUsesCommunicator(mode);
+  const bool shrinks = elastic_ && info != nullptr && info->shrinks;
+  if (collective && plan.ranks_size() < world && !shrinks) {
     std::vector<int> missing;
     for (int r = 0; r < world; ++r) {
       if (std::find(plan.ranks().begin(), plan.ranks().end(), r) == plan.ranks().end()) {
@@ -234,23 +255,42 @@ absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
         absl::StrFormat("iteration %d: worker(s) %s left job '%s'; mode %s needs all %d workers",
                         iteration, absl::StrJoin(missing, ", "), options_.job, mode, world));
   }
+  // A collective mode runs among the plan's live workers, numbered by position (the job's ranks
+  // when every worker is alive): worker/elastic_plan.h.
+  const herd::v1::Plan run = collective ? CompactPlan(plan) : plan;
+  const int index = collective ? MemberIndex(plan, rank_) : rank_;
+  const int size = collective ? run.world_size() : world;
+  if (index < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("iteration %d: worker %d is not among the live workers of job '%s'",
+                        iteration, rank_, options_.job));
+  }
   // What the old executor carried from iteration to iteration (optimizer slots, residuals,
   // replicas, ...) goes to the new one: a switch keeps momentum and residuals instead of
   // dropping them (checkpoint/state.h; the rules of the new mode decide what it takes).
   std::optional<checkpoint::ProcessState> carried;
   if (executor_) {
-    HERD_ASSIGN_OR_RETURN(carried, TakeExecutorState(*executor_, rank_));
+    HERD_ASSIGN_OR_RETURN(carried, TakeExecutorState(*executor_, member_index_));
     exposed_seconds_ += executor_->TakeExposedSeconds();
     executor_.reset();
+  } else if (restored_) {
+    carried = std::move(*restored_);  // a rollback's commit (Recover)
+    restored_.reset();
   }
+  // This worker's own state, whatever its position was: it imports as its own.
+  if (carried) carried->process = checkpoint::WorkerProcess(index);
   std::unique_ptr<transport::Communicator> comm;
-  if (ModeUsesCommunicator(mode)) {
+  if (collective) {
     transport::ConnectOptions co;
     co.kind = options_.transport;
-    co.rank = rank_;
-    co.size = world;
+    co.rank = index;
+    co.size = size;
     co.store = store_;
-    co.prefix = absl::StrFormat("stretch-%d", iteration);  // the same on every rank
+    // The same on every rank of the stretch; a membership change after a death makes a new
+    // communicator of the live workers, under keys of its own.
+    co.prefix = plan.membership_generation() == 0
+                    ? absl::StrFormat("stretch-%d", iteration)
+                    : absl::StrFormat("stretch-%d-g%d", iteration, plan.membership_generation());
     co.bootstrap_timeout = options_.start_timeout;
     HERD_ASSIGN_OR_RETURN(comm, transport::Connect(co));
     comm = std::make_unique<CountingCommunicator>(
@@ -258,8 +298,8 @@ absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
         metrics::WorkerMetrics::Get().SentBytes(mode, metrics::WorkerMetrics::Peer::kWorker));
   }
   ExecutorContext ctx;
-  ctx.plan = plan;
-  ctx.rank = rank_;
+  ctx.plan = run;
+  ctx.rank = index;
   ctx.comm = comm.get();
   ctx.tensors = tensors_;
   if (optimizer_override_) {
@@ -287,17 +327,22 @@ absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     comm_ = std::move(comm);
+    members_.clear();
+    if (collective) members_.assign(plan.ranks().begin(), plan.ranks().end());
     // The job may have ended while the communicator was being built.
     if (!ended_.ok() && comm_) (void)comm_->abort(ended_);
   }
   HERD_ASSIGN_OR_RETURN(executor_, MakeExecutor(ctx));
   if (carried) {
-    if (auto st = GiveExecutorState(*executor_, std::move(*carried), world); !st.ok()) {
+    if (auto st = GiveExecutorState(*executor_, std::move(*carried), size); !st.ok()) {
       executor_.reset();
       return st;
     }
   }
   executor_key_ = plan.mode().SerializeAsString();
+  member_index_ = index;
+  members_count_ = size;
+  generation_ = plan.membership_generation();
   if (resume_ != nullptr) {
     // The first executor of a resumed job takes the checkpoint's state (whichever mode and
     // worker count saved it); the checkpoint is not needed after that.
@@ -327,6 +372,9 @@ absl::Status Session::EndIteration(const StepStats& step) {
   }
   const double exposed = executor_->TakeExposedSeconds();
   exposed_seconds_ += exposed;
+  if (elastic_ && ModeUsesCommunicator(executor_->mode())) {
+    HERD_RETURN_IF_ERROR(Explain(CommitIteration(iteration_)));
+  }
   herd::v1::ReportIterationRequest report;
   report.set_job(options_.job);
   report.set_node_id(registered_.node_id());
@@ -365,6 +413,10 @@ absl::StatusOr<herd::v1::JobStatus> Session::Finish(herd::v1::TrainingResult res
   if (result.executor().empty()) result.set_executor(executor_description_);
   if (result.params_digest().empty()) result.set_params_digest(ParamsDigest());
   HERD_RETURN_IF_ERROR(TakeFinalCheckpoint());
+  if (commits_taken_ > 0) {
+    (*result.mutable_metrics())["elastic_commit_ms"] =
+        1000.0 * commit_seconds_ / static_cast<double>(commits_taken_);
+  }
   // A checkpoint staged near the end is written and reported before the job may complete.
   HERD_RETURN_IF_ERROR(DrainCheckpoints(Deadline::After(options_.timeout)));
   // Every worker waits here for the others to finish their last iteration before leaving:

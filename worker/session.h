@@ -33,6 +33,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -50,6 +51,7 @@
 #include "scheduler/client/scheduler_client.h"
 #include "transport/connect.h"
 #include "transport/store/store.h"
+#include "worker/elastic_plan.h"
 #include "worker/executor.h"
 #include "worker/trainable.h"
 
@@ -170,6 +172,40 @@ class Session {
   // The digest of this worker's parameters now (worker/checkpointing/params_digest.h).
   std::string ParamsDigest() const;
 
+  // ---- Elastic membership (session_elastic.cc; docs/elastic.md) ----
+  // In a job with an `elastic` block, every iteration that ends (EndIteration) is committed in
+  // memory first: the parameters and the executor's state, by the export checkpoints use. When
+  // a worker dies, the survivors roll back to the commit before the new epoch's first
+  // iteration and run on with the live workers:
+  //
+  //   for (it = first; it < total; ++it) {
+  //     auto ex = session->BeginIteration(it);
+  //     absl::Status st = ex.ok() ? <step through *ex> : ex.status();
+  //     if (!st.ok()) {
+  //       auto back = session->Recover(st);         // the error itself when it is not that
+  //       if (!back.ok()) return back.status();
+  //       it = back->iteration - 1; at = back->position; continue;
+  //     }
+  //     session->EndIteration(stats);
+  //   }
+  struct Rollback {
+    int64_t iteration = 0;  // run this iteration again (and the ones after it)
+    DataPosition position;  // its data position
+  };
+  // Call with an error of BeginIteration or of the iteration's executor calls. In an elastic
+  // job whose live workers changed, waits for the new epoch (at most the heartbeat timeout plus
+  // a few seconds; while the job is paused below min_workers, until the scheduler resumes or
+  // fails it), restores the commit before the epoch's first iteration and returns where to go
+  // on; the next BeginIteration builds the executor for the live workers. Otherwise (not
+  // elastic, the job ended, no member died, no such commit) returns Diagnose(error).
+  absl::StatusOr<Rollback> Recover(const absl::Status& error);
+  // This worker's part of the global batch (batch_size x the job's workers) of the iteration
+  // begun last: B samples at rank x B, or after a shrink an even share among the live workers.
+  BatchSlice DataSlice(int batch_size) const;
+  // Whether this worker evaluates the final model (its result is the job's): rank 0, or the
+  // lowest live rank once rank 0 is gone.
+  bool evaluates() const { return member_index_ == 0; }
+
   // The mode of the iteration begun last ("" before the first).
   std::string mode() const { return executor_ ? std::string(executor_->mode()) : ""; }
   // Seconds this worker was blocked on communication, over the whole session.
@@ -206,6 +242,16 @@ class Session {
   // Asks once for the preemption checkpoint when the stop flag is set (driver or heartbeat).
   void MaybeRequestPreemption();
   void ReportCheckpointFile(const std::string& id, absl::StatusOr<herd::v1::CheckpointFile> file);
+
+  // Elastic membership (session_elastic.cc).
+  // Keeps the state after `iteration` (parameters and executor state) in memory; the two newest
+  // commits are kept (a survivor may be one iteration ahead of the slowest).
+  absl::Status CommitIteration(int64_t iteration);
+  // Heartbeat thread: aborts the communicator when a member of the current stretch died, so a
+  // rank blocked in a collective returns at once and can Recover.
+  void WatchMembership(const herd::v1::HeartbeatResponse& answer);
+  // Whether the plan's live workers differ from those of the current stretch.
+  bool MembershipChanged(const herd::v1::Plan& plan) const;
 
   // Records that the job ended and aborts the communicator (heartbeat thread or driver).
   void NoteJobEnded(herd::v1::JobState state, const std::string& reason);
@@ -247,9 +293,27 @@ class Session {
   std::atomic<bool> preemption_asked_{false};
   std::chrono::steady_clock::time_point preempt_deadline_;
 
+  // Elastic membership.
+  bool elastic_ = false;  // the job's spec has an `elastic` block
+  struct Commit {
+    int64_t iteration = 0;  // the state after this iteration
+    checkpoint::ProcessState state;
+  };
+  std::deque<Commit> commits_;
+  std::map<int64_t, DataPosition> positions_;  // of the iterations begun lately
+  // A rollback's executor state, for the executor the next BeginIteration builds.
+  std::optional<checkpoint::ProcessState> restored_;
+  int member_index_ = 0;    // this worker's position among the live workers of the stretch
+  int members_count_ = 0;   // live workers of the stretch (0: the job's, before the first)
+  int32_t generation_ = 0;  // the membership generation the stretch was built for
+  double commit_seconds_ = 0;
+  int64_t commits_taken_ = 0;
+  std::atomic<uint64_t> watched_epoch_{0};
+
   mutable std::mutex mu_;  // what the heartbeat thread touches
   std::unique_ptr<transport::Communicator> comm_ ABSL_GUARDED_BY(mu_);
   absl::Status ended_ ABSL_GUARDED_BY(mu_);  // the job's outcome once it ended (not COMPLETED)
+  std::vector<int> members_ ABSL_GUARDED_BY(mu_);  // job ranks of the stretch's communicator
   std::atomic<bool> job_over_{false};
 };
 

@@ -10,6 +10,7 @@
 #include "common/timeline.h"
 #include "herd/v1/job.pb.h"
 #include "worker/data/epoch_order.h"
+#include "worker/elastic_plan.h"
 #include "worker/executor.h"
 
 namespace herd::worker {
@@ -32,10 +33,12 @@ class Trainable {
   // Samples of the whole training set (every worker holds all of them and takes its part of
   // each global batch: worker/data/epoch_order.h).
   virtual int64_t TrainSamples() const = 0;
-  // Forward, backward and optimizer step of this worker's part of the global batch at `at`
-  // through `executor` (BeforeForward before each layer, GradientReady from the gradient
-  // hooks, EndBackward as the step). The caller runs BeginIteration before.
-  virtual absl::StatusOr<StepStats> Step(Executor& executor, const DataPosition& at) = 0;
+  // Forward, backward and optimizer step of this worker's part `slice` of the global batch at
+  // `at` (Session::DataSlice) through `executor` (BeforeForward before each layer,
+  // GradientReady from the gradient hooks, EndBackward as the step). The caller runs
+  // BeginIteration before.
+  virtual absl::StatusOr<StepStats> Step(Executor& executor, const DataPosition& at,
+                                         const BatchSlice& slice) = 0;
   // Accuracy on the test set with the current parameters.
   virtual absl::StatusOr<double> Evaluate() = 0;
   // Where Step draws its forward and backward spans (null: nowhere).

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -184,6 +185,40 @@ absl::Status ReadCheckpoint(const YAML::Node& o, herd::v1::CheckpointPolicy* out
   return absl::OkStatus();
 }
 
+// `elastic: {min_workers: N, max_workers: N, max_failures: N, pending_timeout: 10m}`.
+absl::Status ReadElastic(const YAML::Node& o, herd::v1::ElasticSpec* out) {
+  if (!o.IsMap()) {
+    return At(o, "'elastic' is a map {min_workers, max_workers, max_failures, pending_timeout}");
+  }
+  for (const auto& kv : o) {
+    const std::string key = kv.first.as<std::string>();
+    const YAML::Node& v = kv.second;
+    int64_t i = 0;
+    if (key == "min_workers") {
+      HERD_YAML_ASSIGN(i, Scalar<int32_t>(v, key));
+      out->set_min_workers(static_cast<int32_t>(i));
+    } else if (key == "max_workers") {
+      HERD_YAML_ASSIGN(i, Scalar<int32_t>(v, key));
+      out->set_max_workers(static_cast<int32_t>(i));
+    } else if (key == "max_failures") {
+      HERD_YAML_ASSIGN(i, Scalar<int32_t>(v, key));
+      out->set_max_failures(static_cast<int32_t>(i));
+    } else if (key == "pending_timeout") {
+      absl::Duration d;
+      if (!v.IsScalar() || !absl::ParseDuration(v.Scalar(), &d) || d <= absl::ZeroDuration() ||
+          d == absl::InfiniteDuration()) {
+        return At(v, "'pending_timeout' is a finite duration like 30s, 10m or 1h");
+      }
+      out->set_pending_timeout_ms(std::max<int64_t>(1, absl::ToInt64Milliseconds(d)));
+    } else {
+      return At(kv.first, absl::StrFormat("unknown elastic field '%s' (min_workers, max_workers, "
+                                          "max_failures, pending_timeout)",
+                                          key));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<herd::v1::JobSpec> FromNode(const YAML::Node& root) {
   if (!root.IsMap()) return At(root, "a job spec is a map of fields (name, mode, workers, ...)");
   herd::v1::JobSpec spec;
@@ -244,6 +279,8 @@ absl::StatusOr<herd::v1::JobSpec> FromNode(const YAML::Node& root) {
       if (auto st = ReadTraining(v, spec.mutable_training()); !st.ok()) return st;
     } else if (key == "checkpoint") {
       if (auto st = ReadCheckpoint(v, spec.mutable_checkpoint()); !st.ok()) return st;
+    } else if (key == "elastic") {
+      if (auto st = ReadElastic(v, spec.mutable_elastic()); !st.ok()) return st;
     } else if (key == "resume_from") {
       HERD_YAML_ASSIGN(s, Scalar<std::string>(v, key));
       spec.set_resume_from(s);

@@ -43,15 +43,20 @@ class TorchTrainable final : public Trainable {
 
   int64_t TrainSamples() const override { return options_.train.count; }
 
-  absl::StatusOr<StepStats> Step(Executor& executor, const DataPosition& at) override {
+  absl::StatusOr<StepStats> Step(Executor& executor, const DataPosition& at,
+                                 const BatchSlice& slice) override {
     if (at.epoch != order_epoch_) {
       order_ = EpochOrder(options_.train.count, options_.seed, at.epoch);
       order_epoch_ = at.epoch;
     }
-    // This worker's part of the global batch: B samples starting at rank x B.
-    const int64_t B = options_.batch_size;
+    // This worker's part of the global batch (B samples at rank x B; after a shrink, its share).
+    const int64_t B = slice.count;
     const int64_t n = options_.train.count;
-    const int64_t first = at.offset + options_.rank * B;
+    const int64_t first = at.offset + slice.first;
+    if (B < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("worker %d: an empty part of the batch", options_.rank));
+    }
     std::vector<int64_t> idx(B);
     for (int64_t i = 0; i < B; ++i) idx[i] = order_[(first + i) % n];
     torch::Tensor index = torch::from_blob(idx.data(), {B}, torch::kInt64);

@@ -1,0 +1,88 @@
+#include "scheduler/elastic.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "plan/modes.h"
+
+namespace herd::scheduler {
+namespace {
+
+int LiveWorkers(const herd::v1::JobStatus& s) {
+  int live = 0;
+  for (const auto& m : s.workers()) live += m.alive() ? 1 : 0;
+  return live;
+}
+
+}  // namespace
+
+bool ModeShrinks(const herd::v1::ModeSpec& mode) {
+  const plan::ModeInfo* m = plan::FindMode(mode.mode());
+  return m != nullptr && (m->shrinks || m->survives_worker_loss);
+}
+
+std::string CountWorkerLoss(herd::v1::JobStatus& next, int dead, std::string_view why) {
+  next.set_worker_failures(next.worker_failures() + dead);
+  const int allowed = next.spec().elastic().max_failures();
+  if (next.worker_failures() <= allowed) return "";
+  return absl::StrFormat("%d worker failures, more than the job's max_failures of %d (last: %s)",
+                         next.worker_failures(), allowed, why);
+}
+
+std::string EmptySlots(const herd::v1::JobStatus& s) {
+  std::vector<std::string> empty;
+  for (const auto& m : s.workers()) {
+    if (!m.alive()) {
+      empty.push_back(m.name().empty() ? absl::StrFormat("rank %d (never taken)", m.rank())
+                                       : absl::StrFormat("rank %d ('%s')", m.rank(), m.name()));
+    }
+  }
+  return absl::StrJoin(empty, ", ");
+}
+
+void NoteWorkerLoss(herd::v1::JobStatus& next, std::string why, int64_t now_ms) {
+  next.set_membership_generation(next.membership_generation() + 1);
+  herd::v1::MembershipEvent event;
+  event.set_what(std::move(why));
+  event.set_detected_unix_ms(now_ms);
+  const int live = LiveWorkers(next);
+  event.set_workers_after(live);
+  event.set_rerun_from_iteration(next.epoch_start_iteration());
+  // Iterations some worker had begun (fetched the plan of) that the survivors run again.
+  event.set_iterations_rerun(
+      std::max<int64_t>(0, next.issued_iteration() - next.epoch_start_iteration() + 1));
+  auto* events = next.mutable_membership_events();
+  if (events->size() >= kMaxMembershipEvents) events->erase(events->begin());
+  *events->Add() = std::move(event);
+  const int min = next.spec().elastic().min_workers();
+  if (live < min && next.paused_since_unix_ms() == 0) {
+    next.set_paused_since_unix_ms(now_ms);
+    next.set_pause_reason(
+        absl::StrFormat("%d of %d workers alive, below min_workers %d; empty slots: %s", live,
+                        next.spec().workers(), min, EmptySlots(next)));
+  }
+}
+
+void NoteProgress(herd::v1::JobStatus& next, int64_t now_ms) {
+  if (next.membership_events_size() == 0) return;
+  auto* last = next.mutable_membership_events(next.membership_events_size() - 1);
+  if (last->resumed_unix_ms() == 0 && next.paused_since_unix_ms() == 0 &&
+      next.completed_iteration() >= last->rerun_from_iteration()) {
+    last->set_resumed_unix_ms(now_ms);
+  }
+}
+
+std::string PauseExpired(const herd::v1::JobStatus& s, int64_t now_ms) {
+  if (s.paused_since_unix_ms() == 0) return "";
+  const int64_t timeout = s.spec().elastic().pending_timeout_ms();
+  if (now_ms - s.paused_since_unix_ms() <= timeout) return "";
+  return absl::StrFormat(
+      "paused for %.1f s (pending_timeout %.1f s) with %d of %d workers, below "
+      "min_workers %d; empty slots: %s",
+      static_cast<double>(now_ms - s.paused_since_unix_ms()) / 1000.0,
+      static_cast<double>(timeout) / 1000.0, LiveWorkers(s), s.spec().workers(),
+      s.spec().elastic().min_workers(), EmptySlots(s));
+}
+
+}  // namespace herd::scheduler

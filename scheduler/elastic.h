@@ -1,0 +1,49 @@
+#pragma once
+// What the scheduler does when a worker of an elastic job dies (docs/elastic.md), as pure
+// functions of the job's status, so the core's failure detector stays a sweep and the rules
+// can be tested without processes:
+//
+// - a death counts against `max_failures`: one more than it fails the job with the count;
+// - the membership generation moves on, so the survivors agree on a new communicator;
+// - with fewer than `min_workers` alive the job pauses (its plans say so; the workers wait at
+//   the iteration boundary they rolled back to) and fails after `pending_timeout`, naming the
+//   empty slots;
+// - each loss is a MembershipEvent: when it was detected, where the new epoch begins, how many
+//   iterations run again and, once every live worker completed one after it, when training
+//   resumed.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "herd/v1/scheduler.pb.h"
+
+namespace herd::scheduler {
+
+// The newest membership events a job keeps (each is in every status answer).
+inline constexpr int kMaxMembershipEvents = 64;
+
+// Whether `mode` goes on at P-1 in an elastic job (plan/modes.h, `shrinks` or
+// `survives_worker_loss`).
+bool ModeShrinks(const herd::v1::ModeSpec& mode);
+
+// `dead` workers of the elastic job in `next` were declared dead (`why`), before the new epoch
+// starts. Counts them; returns the failure reason when the job must fail (past max_failures),
+// "" otherwise (then the caller starts the epoch and calls NoteWorkerLoss).
+std::string CountWorkerLoss(herd::v1::JobStatus& next, int dead, std::string_view why);
+
+// After the new epoch began on `next`: a new membership generation, the event, and the pause
+// when fewer than min_workers are alive.
+void NoteWorkerLoss(herd::v1::JobStatus& next, std::string why, int64_t now_ms);
+
+// A report moved completed_iteration: stamps the newest event's resume time once every live
+// worker completed its first iteration.
+void NoteProgress(herd::v1::JobStatus& next, int64_t now_ms);
+
+// The failure reason of a job paused longer than its pending_timeout ("" otherwise).
+std::string PauseExpired(const herd::v1::JobStatus& s, int64_t now_ms);
+
+// "rank 1 ('w1'), rank 3 ('w3')": the slots whose worker is dead.
+std::string EmptySlots(const herd::v1::JobStatus& s);
+
+}  // namespace herd::scheduler

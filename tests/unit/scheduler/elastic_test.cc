@@ -1,0 +1,248 @@
+// Elastic jobs in SchedulerCore (docs/elastic.md): the JobSpec's `elastic` block, a dead worker
+// that starts a new epoch with the live workers instead of failing the job, max_failures, the
+// pause below min_workers and its pending_timeout, and the membership events.
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "scheduler/client/job_yaml.h"
+#include "scheduler/job_spec.h"
+#include "scheduler/scheduler_core.h"
+#include "tests/unit/scheduler/test_jobs.h"
+
+namespace herd::scheduler {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::ExampleSpec;
+using testing::TempDir;
+
+herd::v1::JobSpec ElasticSpec(const std::string& name, int workers, int min_workers,
+                              int max_failures, int64_t pending_timeout_ms) {
+  auto spec = ExampleSpec(name, workers, 0);
+  spec.mutable_mode()->clear_topology();
+  spec.mutable_mode()->set_mode("allreduce");
+  auto* e = spec.mutable_elastic();
+  e->set_min_workers(min_workers);
+  e->set_max_failures(max_failures);
+  e->set_pending_timeout_ms(pending_timeout_ms);
+  return spec;
+}
+
+TEST(ElasticSpec, DefaultsAndBoundsAreChecked) {
+  auto spec = ExampleSpec("e", 4, 0);
+  spec.mutable_elastic();
+  auto ok = NormalizeJobSpec(spec);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->elastic().min_workers(), 1);
+  EXPECT_EQ(ok->elastic().max_workers(), 4);
+  EXPECT_EQ(ok->elastic().max_failures(), 3);
+  EXPECT_EQ(ok->elastic().pending_timeout_ms(), 600000);
+  EXPECT_FALSE(NormalizeJobSpec(ExampleSpec("plain", 4, 0))->has_elastic())
+      << "a job without the block is not elastic";
+
+  auto bad = [&](auto edit, const std::string& names) {
+    auto s = ExampleSpec("e", 4, 0);
+    edit(*s.mutable_elastic());
+    auto got = NormalizeJobSpec(s);
+    ASSERT_FALSE(got.ok()) << names;
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(got.status().message().find(names), std::string::npos) << got.status();
+  };
+  bad([](auto& e) { e.set_min_workers(5); }, "min_workers must be between 1 and workers (4)");
+  bad([](auto& e) { e.set_min_workers(-1); }, "min_workers");
+  bad([](auto& e) { e.set_max_workers(3); }, "max_workers must be between workers (4)");
+  bad([](auto& e) { e.set_max_workers(1 << 20); }, "max_workers");
+  bad([](auto& e) { e.set_max_failures(-1); }, "max_failures");
+  bad([](auto& e) { e.set_pending_timeout_ms(-5); }, "pending_timeout");
+  bad([](auto& e) { e.set_pending_timeout_ms(int64_t{1} << 60); }, "pending_timeout");
+}
+
+TEST(ElasticSpec, ReadFromYaml) {
+  auto spec = ParseJobSpecYaml(
+      "name: e\nmode: allreduce\nworkers: 4\n"
+      "elastic: {min_workers: 2, max_workers: 6, max_failures: 0, pending_timeout: 90s}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->elastic().min_workers(), 2);
+  EXPECT_EQ(spec->elastic().max_workers(), 6);
+  ASSERT_TRUE(spec->elastic().has_max_failures()) << "0 is a value, not 'unset'";
+  EXPECT_EQ(spec->elastic().max_failures(), 0);
+  EXPECT_EQ(spec->elastic().pending_timeout_ms(), 90000);
+  for (const char* bad : {"elastic: {pending_timeout: inf}", "elastic: {pending_timeout: -3s}",
+                          "elastic: {min_workers: two}", "elastic: {min: 2}", "elastic: 3"}) {
+    auto got = ParseJobSpecYaml(std::string("name: e\nmode: allreduce\nworkers: 4\n") + bad);
+    EXPECT_FALSE(got.ok()) << bad;
+  }
+}
+
+class Elastic : public ::testing::Test {
+ protected:
+  void Open(std::chrono::milliseconds timeout) {
+    auto core = SchedulerCore::Open({dir_.path(), timeout});
+    ASSERT_TRUE(core.ok()) << core.status();
+    core_ = std::move(*core);
+  }
+  std::vector<uint64_t> Register(const std::string& job, int workers) {
+    std::vector<uint64_t> ids;
+    for (int i = 0; i < workers; ++i) {
+      herd::v1::RegisterNodeRequest r;
+      r.set_job(job);
+      r.set_role(herd::v1::ROLE_WORKER);
+      r.set_name("w" + std::to_string(i));
+      auto got = core_->RegisterNode(r);
+      EXPECT_TRUE(got.ok()) << got.status();
+      ids.push_back(got.ok() ? got->node_id() : 0);
+    }
+    return ids;
+  }
+  void Report(const std::string& job, uint64_t id, int64_t iteration) {
+    herd::v1::ReportIterationRequest r;
+    r.set_job(job);
+    r.set_node_id(id);
+    r.set_iteration(iteration);
+    auto got = core_->ReportIteration(r);
+    EXPECT_TRUE(got.ok()) << got.status();
+  }
+  // Heartbeats of `alive` for `time` (the others stay silent).
+  void KeepAlive(const std::string& job, const std::vector<uint64_t>& alive,
+                 std::chrono::milliseconds time) {
+    const auto end = std::chrono::steady_clock::now() + time;
+    while (std::chrono::steady_clock::now() < end) {
+      for (uint64_t id : alive) {
+        herd::v1::HeartbeatRequest hb;
+        hb.set_job(job);
+        hb.set_node_id(id);
+        (void)core_->Heartbeat(hb);
+      }
+      std::this_thread::sleep_for(30ms);
+    }
+  }
+
+  TempDir dir_;
+  std::unique_ptr<SchedulerCore> core_;
+};
+
+TEST_F(Elastic, ADeadWorkerStartsAnEpochWithTheLiveWorkersAndTheIterationRunsAgain) {
+  Open(300ms);
+  ASSERT_TRUE(core_->SubmitJob(ElasticSpec("j", 4, 2, 3, 60000)).ok());
+  auto ids = Register("j", 4);
+  ASSERT_EQ(core_->GetJob("j")->state(), herd::v1::JOB_RUNNING);
+  for (int w = 0; w < 4; ++w) Report("j", ids[w], 4);
+  // Workers 0 and 2 completed iteration 5 before worker 1 died; worker 3 had not.
+  Report("j", ids[0], 5);
+  Report("j", ids[2], 5);
+  herd::v1::GetPlanRequest begun;
+  begun.set_job("j");
+  begun.set_iteration(6);
+  begun.set_node_id(ids[0]);
+  ASSERT_TRUE(core_->GetPlan(begun).ok());
+  KeepAlive("j", {ids[0], ids[2], ids[3]}, 700ms);
+
+  auto job = core_->GetJob("j");
+  ASSERT_EQ(job->state(), herd::v1::JOB_RUNNING) << job->failure_reason();
+  EXPECT_FALSE(job->workers(1).alive());
+  EXPECT_EQ(job->worker_failures(), 1);
+  EXPECT_EQ(job->membership_generation(), 1);
+  EXPECT_EQ(job->epoch_start_iteration(), 5) << "worker 3 had not completed iteration 5";
+  ASSERT_EQ(job->membership_events_size(), 1);
+  const auto& ev = job->membership_events(0);
+  EXPECT_NE(ev.what().find("'w1' (rank 1) declared dead"), std::string::npos) << ev.what();
+  EXPECT_EQ(ev.workers_after(), 3);
+  EXPECT_EQ(ev.rerun_from_iteration(), 5);
+  EXPECT_EQ(ev.iterations_rerun(), 2) << "iterations 5 and 6 had been begun";
+  EXPECT_GT(ev.detected_unix_ms(), 0);
+  EXPECT_EQ(ev.resumed_unix_ms(), 0);
+
+  herd::v1::GetPlanRequest req;
+  req.set_job("j");
+  req.set_iteration(5);
+  auto plan = core_->GetPlan(req);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(std::vector<int>(plan->ranks().begin(), plan->ranks().end()),
+            (std::vector<int>{0, 2, 3}));
+  EXPECT_EQ(plan->membership_generation(), 1);
+  EXPECT_FALSE(plan->paused());
+
+  // The survivors run iteration 5 again; once all three reported it the event says when.
+  for (int w : {0, 2, 3}) Report("j", ids[w], 5);
+  job = core_->GetJob("j");
+  EXPECT_GE(job->membership_events(0).resumed_unix_ms(),
+            job->membership_events(0).detected_unix_ms());
+
+  // A dead worker that comes back is refused for now (it would lack the model's state).
+  herd::v1::RegisterNodeRequest again;
+  again.set_job("j");
+  again.set_role(herd::v1::ROLE_WORKER);
+  again.set_name("w1");
+  auto back = core_->RegisterNode(again);
+  ASSERT_FALSE(back.ok());
+  EXPECT_EQ(back.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(back.status().message().find("does not yet rejoin"), std::string::npos)
+      << back.status();
+  // The dead worker failing on its way out does not fail the job.
+  herd::v1::FailJobRequest fail;
+  fail.set_job("j");
+  fail.set_node_id(ids[1]);
+  fail.set_reason("transport error");
+  ASSERT_TRUE(core_->FailJob(fail).ok());
+  EXPECT_EQ(core_->GetJob("j")->state(), herd::v1::JOB_RUNNING);
+}
+
+TEST_F(Elastic, FailuresPastMaxFailuresFailTheJobWithTheCount) {
+  Open(300ms);
+  ASSERT_TRUE(core_->SubmitJob(ElasticSpec("j", 4, 1, 1, 60000)).ok());
+  auto ids = Register("j", 4);
+  KeepAlive("j", {ids[0], ids[1], ids[2]}, 700ms);
+  ASSERT_EQ(core_->GetJob("j")->state(), herd::v1::JOB_RUNNING) << "one failure is allowed";
+  KeepAlive("j", {ids[0], ids[1]}, 700ms);
+  auto job = core_->GetJob("j");
+  ASSERT_EQ(job->state(), herd::v1::JOB_FAILED);
+  EXPECT_NE(job->failure_reason().find("2 worker failures, more than the job's max_failures of 1"),
+            std::string::npos)
+      << job->failure_reason();
+}
+
+TEST_F(Elastic, BelowMinWorkersTheJobPausesThenFailsNamingTheEmptySlots) {
+  Open(300ms);
+  ASSERT_TRUE(core_->SubmitJob(ElasticSpec("j", 4, 3, 5, 800)).ok());
+  auto ids = Register("j", 4);
+  KeepAlive("j", {ids[0], ids[3]}, 600ms);
+  auto job = core_->GetJob("j");
+  ASSERT_EQ(job->state(), herd::v1::JOB_RUNNING);
+  EXPECT_GT(job->paused_since_unix_ms(), 0);
+  EXPECT_NE(job->pause_reason().find("2 of 4 workers alive, below min_workers 3"),
+            std::string::npos)
+      << job->pause_reason();
+  herd::v1::GetPlanRequest req;
+  req.set_job("j");
+  req.set_iteration(job->epoch_start_iteration());
+  auto plan = core_->GetPlan(req);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->paused()) << "the workers wait at the boundary";
+  KeepAlive("j", {ids[0], ids[3]}, 1000ms);
+  job = core_->GetJob("j");
+  ASSERT_EQ(job->state(), herd::v1::JOB_FAILED);
+  EXPECT_NE(job->failure_reason().find("below min_workers 3"), std::string::npos)
+      << job->failure_reason();
+  EXPECT_NE(job->failure_reason().find("empty slots: rank 1 ('w1'), rank 2 ('w2')"),
+            std::string::npos)
+      << job->failure_reason();
+}
+
+TEST_F(Elastic, AModeThatDoesNotShrinkStillFailsTheJob) {
+  Open(300ms);
+  auto spec = ElasticSpec("j", 3, 1, 3, 60000);
+  spec.mutable_mode()->set_mode("decentralized_lp");
+  ASSERT_TRUE(core_->SubmitJob(spec).ok());
+  auto ids = Register("j", 3);
+  KeepAlive("j", {ids[0], ids[1]}, 700ms);
+  auto job = core_->GetJob("j");
+  ASSERT_EQ(job->state(), herd::v1::JOB_FAILED);
+  EXPECT_NE(job->failure_reason().find("does not go on at P-1 in an elastic job yet"),
+            std::string::npos)
+      << job->failure_reason();
+}
+
+}  // namespace
+}  // namespace herd::scheduler
