@@ -5,7 +5,8 @@
 // resume at their average in another mode, and ps_async, whose workers trained on copies that
 // may miss the other workers' last pushes while the resumed run takes the shards' model, which
 // has them all), rank 0's first loss is the saved run's at that iteration: the model really
-// came from the checkpoint, whatever state the new mode takes.
+// came from the checkpoint, whatever state the new mode takes. (Not into ps_async either: a
+// worker's first pull there may already hold another worker's first push.)
 
 #include <gtest/gtest.h>
 
@@ -57,7 +58,7 @@ TEST_P(FromMode, ResumesInEveryOtherMode) {
     EXPECT_EQ(resumed.losses.begin()->first, kCut);
     const double got = std::strtod(resumed.losses.begin()->second.c_str(), nullptr);
     EXPECT_TRUE(std::isfinite(got)) << resumed.out;
-    if (replicated) EXPECT_NEAR(got, expected, 1e-4 * std::abs(expected)) << resumed.out;
+    if (replicated && to != "ps_async") EXPECT_NEAR(got, expected, 1e-4 * std::abs(expected)) << resumed.out;
   }
 }
 
