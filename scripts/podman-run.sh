@@ -7,7 +7,7 @@
 #   2. drills while it trains: the scheduler's container killed (SIGKILL) and started again
 #      (the job goes on), a shard's killed and started again (it recovers its acknowledged
 #      rounds from its volume, the job goes on), a worker's stopped with SIGTERM (a checkpoint
-#      commits, the job ends PREEMPTED, every process exits 0), then the job resubmitted with
+#      commits, the job ends PREEMPTED, the workers exit 0, the shards end), then the job resubmitted with
 #      --resume and the containers started again: it resumes and completes.
 # Slow (minutes), so not in the default test suite.
 #   scripts/podman-run.sh [--keep]      --keep: leave the pods, volumes and files for a look
@@ -159,6 +159,17 @@ EOF
   podman kube play "$work/pod-$1.yaml" >> "$work/play.log" 2>&1 || die "playing $1 again: $(tail -3 "$work/play.log")"
 }
 pod_of() { podman ps -a --pod --filter "name=^$1$" --format '{{.PodName}}'; }
+# A shard's pod restarts it whenever it exits (restartPolicy Always, as its StatefulSet's), and
+# an instance started after the job's end exits again, so its exit code at any moment says
+# little: the shard's end of the job is its log's "job ... completed" line (logged when the
+# job completed or was preempted, before it exits 0), since a time.
+shard_ended_since() {
+  local deadline=$(( $(date +%s) + 60 ))
+  until podman logs --since "$2" "$1" 2>&1 | grep -q "server: job '$job' completed"; do
+    [ "$(date +%s)" -lt "$deadline" ] || die "$1 logged no end of job '$job' since $2"
+    sleep 1
+  done
+}
 exit_code() { podman inspect --format '{{.State.ExitCode}}' "$1"; }
 running() { [ "$(podman inspect --format '{{.State.Running}}' "$1")" = true ]; }
 
@@ -252,19 +263,22 @@ fi
 
 # --- Drill 3: a worker stopped with SIGTERM, then the job resumed ---------------------------
 read -r state before commits_before < <(status)
+since=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 podman kill --signal TERM "${workers[-1]}" >/dev/null
 wait_for 150 '[ "$state" = JOB_PREEMPTED ]'
 [ "$commits" -gt "$commits_before" ] || die "PREEMPTED without a new checkpoint"
 herd_client job status "$job" > "$work/preempted.txt"
-for c in "${workers[@]}" "${shards[@]}"; do
+for c in "${workers[@]}"; do
   for _ in $(seq 60); do running "$c" || break; sleep 1; done
   [ "$(exit_code "$c")" = 0 ] || die "$c exited $(exit_code "$c") after the preemption"
 done
-say "drill worker: SIGTERM to ${workers[-1]} at iteration >= $before; job PREEMPTED, $commits checkpoints committed, every worker and shard exited 0"
+for c in "${shards[@]}"; do shard_ended_since "$c" "$since"; done
+say "drill worker: SIGTERM to ${workers[-1]} at iteration >= $before; job PREEMPTED, $commits checkpoints committed, every worker exited 0 and every shard ended the job"
 grep -E "^(preempt|checkpoint|last)" "$work/preempted.txt" | sed 's/^/  /' | tee -a "$work/report" >&2 || true
 
 ckpt_dir=$($python -c 'import sys,yaml; print(yaml.safe_load(open(sys.argv[1]))["checkpoint"]["dir"])' "$jobspec_host")
 herd_client job delete "$job" >/dev/null
+since=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 herd_client "${submit_args[@]}" --resume "$ckpt_dir" | tee -a "$work/report" >&2
 # The SIGTERMed worker's pod is replaced (a new pod in its slot); the others start again.
 replace_pod "$(pod_of "${workers[-1]}")"
@@ -276,10 +290,11 @@ read -r accuracy digest resumed_at < <($python -c '
 import json, sys
 j = json.load(open(sys.argv[1]))
 print(j["result"]["testAccuracy"], j["result"]["paramsDigest"] or "-", j["resumed"]["iteration"])' "$work/final.json")
-for c in "${workers[@]}" "${shards[@]}"; do
+for c in "${workers[@]}"; do
   for _ in $(seq 60); do running "$c" || break; sleep 1; done
   [ "$(exit_code "$c")" = 0 ] || die "$c exited $(exit_code "$c") after the job completed"
 done
+for c in "${shards[@]}"; do shard_ended_since "$c" "$since"; done
 say "resumed from iteration $resumed_at; job COMPLETED: test accuracy $accuracy, params digest $digest"
 
 # --- Compare with herd local -----------------------------------------------------------------
