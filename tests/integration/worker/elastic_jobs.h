@@ -33,7 +33,7 @@ inline int64_t NowUnixMs() {
       .count();
 }
 
-class Elastic : public ::testing::Test {
+class ElasticJob : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string tmpl = (fs::temp_directory_path() / "herd-elastic-XXXXXX").string();

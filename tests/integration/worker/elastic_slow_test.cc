@@ -6,8 +6,8 @@
 namespace herd::elastic_testing {
 namespace {
 
-TEST_F(Elastic, FailuresPastMaxFailuresFailTheJobWithTheCount) {
-  sched_.Start(dir_ + "/scheduler", 0, {"--heartbeat-timeout", "1s"});
+TEST_F(ElasticJob, FailuresPastMaxFailuresFailTheJobWithTheCount) {
+  sched_.Start(dir_ + "/scheduler", 0, {"--heartbeat-timeout", "3s"});
   Submit("flaky", 4, 60000, "{min_workers: 1, max_failures: 1}");
   std::vector<pid_t> w;
   for (int i = 0; i < 4; ++i) w.push_back(Worker("flaky", i));
@@ -35,8 +35,8 @@ TEST_F(Elastic, FailuresPastMaxFailuresFailTheJobWithTheCount) {
 // The same job (same seed, data order and global batch) undisturbed and with a worker killed a
 // third in: the rollback loses no update and the survivors keep the global batch, so the final
 // test accuracy stays within 2 points.
-TEST_F(Elastic, AJobThatLostAWorkerEndsNearTheUndisturbedAccuracy) {
-  sched_.Start(dir_ + "/scheduler", 0, {"--heartbeat-timeout", "1s"});
+TEST_F(ElasticJob, AJobThatLostAWorkerEndsNearTheUndisturbedAccuracy) {
+  sched_.Start(dir_ + "/scheduler", 0, {"--heartbeat-timeout", "3s"});
   const std::string bounds = "{min_workers: 2, max_failures: 2}";
   Submit("calm", 4, 30000, bounds);
   std::vector<pid_t> calm;
@@ -63,12 +63,12 @@ TEST_F(Elastic, AJobThatLostAWorkerEndsNearTheUndisturbedAccuracy) {
 // Every mode that shrinks besides allreduce (elastic_test.cc): a worker killed a third in, the
 // three survivors rebuild the mode for P = 3 (ring, Linear-Pipeline chain, SparDL teams, the
 // decentralized peers) and complete the job.
-class ElasticModes : public Elastic, public ::testing::WithParamInterface<const char*> {};
+class ElasticModes : public ElasticJob, public ::testing::WithParamInterface<const char*> {};
 
 TEST_P(ElasticModes, AWorkerKilledAThirdInLeavesThreeThatFinishTheJob) {
   const std::string mode = GetParam();
   const std::string job = "shrink-" + std::string(mode == "topk_allgather" ? "topk" : mode);
-  sched_.Start(dir_ + "/scheduler", 0, {"--heartbeat-timeout", "1s"});
+  sched_.Start(dir_ + "/scheduler", 0, {"--heartbeat-timeout", "3s"});
   Submit(job, 4, 30000, "{min_workers: 2, max_failures: 1}", mode);
   std::vector<pid_t> w;
   for (int i = 0; i < 4; ++i) w.push_back(Worker(job, i));

@@ -8,9 +8,11 @@
 namespace herd::elastic_testing {
 namespace {
 
-// 30000 samples, global batch 4 x 32: 234 iterations; the kill lands a third in.
-TEST_F(Elastic, AWorkerKilledAThirdInLeavesThreeThatFinishTheJob) {
-  sched_.Start(dir_ + "/scheduler", 0, {"--heartbeat-timeout", "1s"});
+// 30000 samples, global batch 4 x 32: 234 iterations; the kill lands a third in. The heartbeat
+// timeout is 3 s: at 1 s, four workers starting torch on a loaded 2-core machine were declared
+// dead before the job began (their heartbeats came late), in this test and in the others.
+TEST_F(ElasticJob, AWorkerKilledAThirdInLeavesThreeThatFinishTheJob) {
+  sched_.Start(dir_ + "/scheduler", 0, {"--heartbeat-timeout", "3s"});
   Submit("shrink", 4, 30000, "{min_workers: 2, max_failures: 2, pending_timeout: 30s}");
   std::vector<pid_t> w;
   for (int i = 0; i < 4; ++i) w.push_back(Worker("shrink", i));
@@ -31,7 +33,7 @@ TEST_F(Elastic, AWorkerKilledAThirdInLeavesThreeThatFinishTheJob) {
   const std::string json = Json("shrink");
   const long long resumed = JsonNumber(json, "resumedUnixMs");
   ASSERT_GT(resumed, 0) << json;
-  EXPECT_LT(resumed - killed_at, 1000 + 2000) << json;
+  EXPECT_LT(resumed - killed_at, 3000 + 2000) << json;
   // The figures of docs/BENCHMARKS.md ("Elastic membership").
   const long long detected = JsonNumber(json, "detectedUnixMs");
   const double seconds = std::atof(json.c_str() + json.find("\"trainSeconds\":") + 15);
@@ -47,12 +49,12 @@ TEST_F(Elastic, AWorkerKilledAThirdInLeavesThreeThatFinishTheJob) {
   EXPECT_NE(w0.find("runs iteration"), std::string::npos) << w0;
   EXPECT_NE(w0.find("again with 3 workers"), std::string::npos) << w0;
   EXPECT_NE(w0.find("held no state of its own"), std::string::npos) << w0;
-  // One epoch of the MLP reaches about 0.8 here undisturbed (ElasticSlow compares the two).
+  // One epoch of the MLP reaches about 0.8 here undisturbed (elastic_slow_test compares the two).
   EXPECT_GT(Accuracy(status), 0.7) << status;
 }
 
-TEST_F(Elastic, BelowMinWorkersTheJobPausesThenFailsNamingTheEmptySlots) {
-  sched_.Start(dir_ + "/scheduler", 0, {"--heartbeat-timeout", "1s"});
+TEST_F(ElasticJob, BelowMinWorkersTheJobPausesThenFailsNamingTheEmptySlots) {
+  sched_.Start(dir_ + "/scheduler", 0, {"--heartbeat-timeout", "3s"});
   Submit("few", 4, 12000, "{min_workers: 3, max_failures: 3, pending_timeout: 3s}");
   std::vector<pid_t> w;
   for (int i = 0; i < 4; ++i) w.push_back(Worker("few", i));
