@@ -21,7 +21,8 @@ TEST_F(ElasticJob, FailuresPastMaxFailuresFailTheJobWithTheCount) {
   }
   ::kill(w[2], SIGKILL);
   for (int i : {0, 1}) {
-    EXPECT_EQ(ExitCode(w[i], 60), 1) << ReadFile(Log("flaky-w" + std::to_string(i)));
+    // Exit 3: the job ended without completing, failed by the scheduler (cli/command.h).
+    EXPECT_EQ(ExitCode(w[i], 60), 3) << ReadFile(Log("flaky-w" + std::to_string(i)));
   }
   const std::string status = Status("flaky");
   EXPECT_NE(status.find("FAILED"), std::string::npos) << status;
