@@ -16,15 +16,32 @@ cd "$(dirname "$0")/.."
 ./scripts/build.sh
 state=build/demo
 rm -rf "$state"  # a new job each run: the scheduler's state would still hold the last one
+
+# The demo's settings, each unless the arguments give it (herd local takes an option once).
+args=()
+default() {  # FLAG VALUE
+  local given
+  for given in "${user_args[@]}"; do
+    if [ "$given" = "$1" ] || [[ "$given" == "$1="* ]]; then return; fi
+  done
+  args+=("$1" "$2")
+}
 if [ "${1:-}" = "--python" ]; then
   # The same job with the user's own script: examples/python/fashion_mnist.py (its own reader,
   # CNN, loop and evaluation over herd.torch), as each of the 4 workers.
   shift
-  ./build/bin/herd local --workers 4 --mode dear --state "$state" "$@" \
+  user_args=("$@")
+  default --workers 4
+  default --mode dear
+  ./build/bin/herd local "${args[@]}" --state "$state" "$@" \
     -- /usr/bin/python3 examples/python/fashion_mnist.py --epochs 3 --lr 0.002
 else
-  ./build/bin/herd local --workers 4 --mode dear --model cnn --epochs 3 --optimizer adam \
-    --lr 0.002 --state "$state" "$@"
+  user_args=("$@")
+  for setting in "--workers 4" "--mode dear" "--model cnn" "--epochs 3" "--optimizer adam" \
+    "--lr 0.002"; do
+    default ${setting}
+  done
+  ./build/bin/herd local "${args[@]}" --state "$state" "$@"
 fi
 if ./build/bin/herd plot "$state" --out "$state/plot.png" >/dev/null; then
   echo "plot: $state/plot.png (loss, samples/s and exposed communication over iterations)"
