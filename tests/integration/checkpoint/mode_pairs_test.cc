@@ -58,7 +58,8 @@ TEST_P(FromMode, ResumesInEveryOtherMode) {
     EXPECT_EQ(resumed.losses.begin()->first, kCut);
     const double got = std::strtod(resumed.losses.begin()->second.c_str(), nullptr);
     EXPECT_TRUE(std::isfinite(got)) << resumed.out;
-    if (replicated && to != "ps_async") EXPECT_NEAR(got, expected, 1e-4 * std::abs(expected)) << resumed.out;
+    if (replicated && to != "ps_async")
+      EXPECT_NEAR(got, expected, 1e-4 * std::abs(expected)) << resumed.out;
   }
 }
 
