@@ -189,12 +189,15 @@ void PrintMembership(const JobStatus& j) {
     std::printf("paused    %s\n", j.pause_reason().c_str());
   }
   for (const auto& ev : j.membership_events()) {
-    const std::string resumed =
-        ev.resumed_unix_ms() > 0
-            ? absl::StrFormat(
-                  "went on %.2f s after detection",
-                  static_cast<double>(ev.resumed_unix_ms() - ev.detected_unix_ms()) / 1e3)
-            : std::string("not gone on yet");
+    // A join's time from its registration to the first iteration every live worker completed
+    // with it is the rejoin time (the newcomer's start, the new communicator, the state sent).
+    const double took = static_cast<double>(ev.resumed_unix_ms() - ev.detected_unix_ms()) / 1e3;
+    std::string resumed = "not gone on yet";
+    if (ev.resumed_unix_ms() > 0) {
+      resumed = ev.joined()
+                    ? absl::StrFormat("went on %.2f s after it registered (rejoin time)", took)
+                    : absl::StrFormat("went on %.2f s after detection", took);
+    }
     std::printf(
         "membership %s: %s; %d workers from iteration %lld (%lld iteration(s) run again), "
         "%s\n",

@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -109,6 +110,11 @@ class LocalCommand final : public Command {
     app.add_option("--max-failures", max_failures_,
                    "Elastic job: worker deaths it survives (with --min-workers; default 3)")
         ->check(CLI::Range(0, 1000000));
+    app.add_option("--max-restarts", max_restarts_,
+                   "Elastic job (with --min-workers): restart a worker process that dies, up to "
+                   "K times per worker; the restarted process rejoins the running job by its "
+                   "name and takes the state from the live workers")
+        ->check(CLI::Range(0, 1000));
     app.add_option("--preempt-grace", preempt_grace_,
                    "On SIGTERM with checkpoints: how long the job may take to checkpoint and "
                    "stop (60s)")
@@ -238,6 +244,11 @@ class LocalCommand final : public Command {
     if (max_failures_ >= 0 && min_workers_ == 0) {
       return absl::InvalidArgumentError(
           "--max-failures applies to an elastic job: give --min-workers");
+    }
+    if (max_restarts_ > 0 && min_workers_ == 0) {
+      return absl::InvalidArgumentError(
+          "--max-restarts applies to an elastic job (a restarted worker rejoins it): give "
+          "--min-workers");
     }
     if (min_workers_ > 0) {
       spec.mutable_elastic()->set_min_workers(min_workers_);
@@ -422,7 +433,9 @@ class LocalCommand final : public Command {
       shard_children_.push_back(name);
     }
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    for (int w = 0; w < workers_; ++w) {
+    // Worker `w` as `name` (every worker keeps its name: a restarted one takes its slot back),
+    // writing into `log`.
+    auto start_worker = [&](int w, const std::string& log) -> absl::Status {
       const std::string name = absl::StrFormat("worker-%d", w);
       std::vector<std::string> args = {"worker",
                                        "--scheduler",
@@ -449,10 +462,14 @@ class LocalCommand final : public Command {
       AddClientOf("scheduler", args);
       AddClientOf("server", args);
       AddMetrics(name, args);
-      auto st = command_.empty() ? children_.StartSelf(name, args, LogOf(name))
-                                 : StartProgram(name, w, *address, cores);
+      return command_.empty() ? children_.StartSelf(name, args, log)
+                              : StartProgram(name, w, *address, cores, log);
+    };
+    for (int w = 0; w < workers_; ++w) {
+      auto st = start_worker(w, LogOf(absl::StrFormat("worker-%d", w)));
       if (!st.ok()) return Fail(st);
     }
+    std::map<std::string, int> restarts;  // by worker name
 
     ProgressLine progress(::isatty(STDERR_FILENO) != 0, stderr);
     // Until every process of the job has exited on its own: the workers when they finished,
@@ -497,6 +514,26 @@ class LocalCommand final : public Command {
         if (min_workers_ > 0 && exit->name.rfind("worker-", 0) == 0 &&
             !(WIFEXITED(exit->status) && WEXITSTATUS(exit->status) == 0)) {
           auto job = (*sched)->GetJob(job_);
+          int& restarted = restarts[exit->name];
+          if (job.ok() && job->state() == herd::v1::JOB_RUNNING && restarted < max_restarts_) {
+            // The same name takes its slot back once the scheduler declared the dead process
+            // dead; it rejoins at the next epoch with the live workers' state.
+            ++restarted;
+            const int w = std::atoi(exit->name.c_str() + 7);
+            const std::string log = LogOf(absl::StrFormat("%s-restart-%d", exit->name, restarted));
+            progress.Finish();
+            std::fprintf(stderr,
+                         "herd local: %s %s; restarting it (%d of at most %d), it rejoins "
+                         "elastic job %s (log %s)\n",
+                         exit->name.c_str(), ChildProcesses::DescribeStatus(exit->status).c_str(),
+                         restarted, max_restarts_, job_.c_str(), log.c_str());
+            if (auto st = start_worker(w, log); !st.ok()) {
+              std::fprintf(stderr, "herd local: cannot restart %s: %s\n", exit->name.c_str(),
+                           std::string(st.message()).c_str());
+            } else {
+              continue;
+            }
+          }
           if (job.ok() && job->state() == herd::v1::JOB_RUNNING) {
             progress.Finish();
             std::fprintf(stderr, "herd local: %s %s; elastic job %s goes on without it\n",
@@ -553,11 +590,12 @@ class LocalCommand final : public Command {
   }
 
   // Worker `w` as the user's program, with the job in its environment.
-  absl::Status StartProgram(const std::string& name, int w, const std::string& address, int cores) {
+  absl::Status StartProgram(const std::string& name, int w, const std::string& address, int cores,
+                            const std::string& log) {
     ChildSpec spec;
     spec.name = name;
     spec.argv = command_;
-    spec.log_path = LogOf(name);
+    spec.log_path = log;
     spec.env = {"HERD_SCHEDULER=" + address,
                 "HERD_JOB=" + job_,
                 "HERD_NAME=" + name,
@@ -723,6 +761,7 @@ class LocalCommand final : public Command {
   int workers_ = 4;
   int min_workers_ = 0;    // > 0: an elastic job
   int max_failures_ = -1;  // -1: the spec's default
+  int max_restarts_ = 0;   // restarts of each worker process (elastic jobs)
   int servers_ = -1;
   std::string mode_ = "dear";
   std::string model_ = "cnn";

@@ -15,6 +15,12 @@ int LiveWorkers(const herd::v1::JobStatus& s) {
   return live;
 }
 
+std::string PauseReason(const herd::v1::JobStatus& s) {
+  return absl::StrFormat("%d of %d workers alive, below min_workers %d; empty slots: %s",
+                         LiveWorkers(s), s.spec().workers(), s.spec().elastic().min_workers(),
+                         EmptySlots(s));
+}
+
 }  // namespace
 
 bool ModeShrinks(const herd::v1::ModeSpec& mode) {
@@ -58,18 +64,56 @@ void NoteWorkerLoss(herd::v1::JobStatus& next, std::string why, int64_t now_ms) 
   const int min = next.spec().elastic().min_workers();
   if (live < min && next.paused_since_unix_ms() == 0) {
     next.set_paused_since_unix_ms(now_ms);
-    next.set_pause_reason(
-        absl::StrFormat("%d of %d workers alive, below min_workers %d; empty slots: %s", live,
-                        next.spec().workers(), min, EmptySlots(next)));
+    next.set_pause_reason(PauseReason(next));
+  }
+}
+
+std::string JoinRefusal(const herd::v1::JobStatus& s, const herd::v1::ModeSpec& mode,
+                        std::string_view name) {
+  if (ModeShrinks(mode)) return "";
+  return absl::StrFormat(
+      "worker '%s' cannot join running elastic job '%s': its mode %s does not go on with "
+      "another worker count (it neither shrinks nor takes a worker back); the job is unchanged",
+      name, s.spec().name(), mode.mode());
+}
+
+void NoteWorkerJoin(herd::v1::JobStatus& next, std::string why, int slot, int64_t now_ms) {
+  next.set_membership_generation(next.membership_generation() + 1);
+  // The newcomer starts at the epoch's boundary: its report from before its death (or none)
+  // says nothing about where the job is.
+  if (slot < next.progress_size()) {
+    next.mutable_progress(slot)->set_iteration(next.epoch_start_iteration() - 1);
+  }
+  herd::v1::MembershipEvent event;
+  event.set_what(std::move(why));
+  event.set_detected_unix_ms(now_ms);
+  event.set_joined(true);
+  const int live = LiveWorkers(next);
+  event.set_workers_after(live);
+  event.set_rerun_from_iteration(next.epoch_start_iteration());
+  event.set_iterations_rerun(
+      std::max<int64_t>(0, next.issued_iteration() - next.epoch_start_iteration() + 1));
+  auto* events = next.mutable_membership_events();
+  if (events->size() >= kMaxMembershipEvents) events->erase(events->begin());
+  *events->Add() = std::move(event);
+  if (next.paused_since_unix_ms() == 0) return;
+  if (live >= next.spec().elastic().min_workers()) {
+    // The workers waiting at the boundary go on; the pause's clock stops.
+    next.set_paused_since_unix_ms(0);
+    next.clear_pause_reason();
+  } else {
+    next.set_pause_reason(PauseReason(next));  // fewer empty slots, still paused
   }
 }
 
 void NoteProgress(herd::v1::JobStatus& next, int64_t now_ms) {
-  if (next.membership_events_size() == 0) return;
-  auto* last = next.mutable_membership_events(next.membership_events_size() - 1);
-  if (last->resumed_unix_ms() == 0 && next.paused_since_unix_ms() == 0 &&
-      next.completed_iteration() >= last->rerun_from_iteration()) {
-    last->set_resumed_unix_ms(now_ms);
+  if (next.paused_since_unix_ms() != 0) return;
+  // Newest first: an event overtaken by a later one (a death, then the restarted worker's join
+  // before the survivors completed an iteration) went on when the later one did.
+  for (int i = next.membership_events_size() - 1; i >= 0; --i) {
+    auto* ev = next.mutable_membership_events(i);
+    if (ev->resumed_unix_ms() != 0) break;
+    if (next.completed_iteration() >= ev->rerun_from_iteration()) ev->set_resumed_unix_ms(now_ms);
   }
 }
 

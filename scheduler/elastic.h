@@ -10,7 +10,10 @@
 //   empty slots;
 // - each loss is a MembershipEvent: when it was detected, where the new epoch begins, how many
 //   iterations run again and, once every live worker completed one after it, when training
-//   resumed.
+//   resumed;
+// - a worker that registers while the job runs (a restarted one taking its slot back by name,
+//   or a replacement in a dead slot) joins at a new epoch with a new generation, ends a pause
+//   when min_workers are alive again, and is an event too (registered, then went on).
 
 #include <cstdint>
 #include <string>
@@ -36,8 +39,22 @@ std::string CountWorkerLoss(herd::v1::JobStatus& next, int dead, std::string_vie
 // when fewer than min_workers are alive.
 void NoteWorkerLoss(herd::v1::JobStatus& next, std::string why, int64_t now_ms);
 
-// A report moved completed_iteration: stamps the newest event's resume time once every live
-// worker completed its first iteration.
+// Whether worker `name` may register into running elastic job `s` (its next iteration in
+// `mode`): "" when it may, else why not (the caller answers FAILED_PRECONDITION). A worker
+// joins a mode that goes on at P-1 (it takes the state from the live workers, or pulls it
+// from the shards in ps_async); a mode that does not shrink cannot take one back either.
+std::string JoinRefusal(const herd::v1::JobStatus& s, const herd::v1::ModeSpec& mode,
+                        std::string_view name);
+
+// After the new epoch began on `next` because worker `slot` registered into the running job
+// (`why`): a new membership generation (the live workers build a communicator with it and the
+// newcomer takes its state over it), the newcomer's progress set to the epoch's boundary (its
+// old report must not hold the job back), the event, and the end of a pause once min_workers
+// are alive again.
+void NoteWorkerJoin(herd::v1::JobStatus& next, std::string why, int slot, int64_t now_ms);
+
+// A report moved completed_iteration: stamps an event's resume time once every live worker
+// completed the first iteration of its epoch (an event a later one overtook, with the later).
 void NoteProgress(herd::v1::JobStatus& next, int64_t now_ms);
 
 // The failure reason of a job paused longer than its pending_timeout ("" otherwise).

@@ -128,20 +128,29 @@ absl::StatusOr<herd::v1::RegisterNodeResponse> SchedulerCore::RegisterNode(
       if (!slots[i].alive()) slot = i;
     }
     if (slot < 0) {
-      return absl::FailedPreconditionError(
-          absl::StrFormat("job '%s' already has its %d %ss, all alive; %s '%s' is not needed",
-                          req.job(), count, role, role, req.name()));
+      // An elastic job's max_workers above `workers` is accepted by the spec, but a job does
+      // not grow past its `workers` slots: a newcomer can only take a dead one.
+      const bool may_grow = worker && IsElastic(job->status.spec()) &&
+                            job->status.spec().elastic().max_workers() > count;
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "job '%s' already has its %d %ss, all alive; %s '%s' is not needed%s", req.job(), count,
+          role, role, req.name(),
+          may_grow ? absl::StrFormat(" (max_workers %d: growing past the job's `workers` is not "
+                                     "supported yet; a newcomer takes the slot of a dead worker)",
+                                     job->status.spec().elastic().max_workers())
+                   : ""));
     }
   }
-  // Rejoining a running elastic job in a collective mode needs the model's state from the
-  // live peers, which is not built yet: refused, the job goes on without the slot.
-  if (const auto& mode = ModeAt(job->status, job->status.completed_iteration() + 1);
-      worker && IsElastic(job->status.spec()) && job->status.state() == herd::v1::JOB_RUNNING &&
-      !slots[slot].name().empty() && ModeNeedsEveryWorker(mode)) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "worker '%s' cannot take rank %d of running elastic job '%s': a worker does not yet "
-        "rejoin a job in mode %s (it would lack the model's state); the job goes on without it",
-        req.name(), slot, req.job(), mode.mode()));
+  // A worker that registers while an elastic job runs joins at a new epoch and takes the
+  // model's state from the live workers (docs/elastic.md, "Rejoin"); a mode that cannot change
+  // its worker count refuses it, and the job goes on as it was.
+  const bool joins =
+      worker && IsElastic(job->status.spec()) && job->status.state() == herd::v1::JOB_RUNNING;
+  if (joins) {
+    const auto& mode = ModeAt(job->status, job->status.completed_iteration() + 1);
+    if (std::string refused = JoinRefusal(job->status, mode, req.name()); !refused.empty()) {
+      return absl::FailedPreconditionError(refused);
+    }
   }
   if (reason.empty()) {
     const auto& old = slots[slot];
@@ -162,7 +171,9 @@ absl::StatusOr<herd::v1::RegisterNodeResponse> SchedulerCore::RegisterNode(
   m->set_ucx_address(req.ucx_address());
   m->set_host(req.host());
   m->set_alive(true);
+  const std::string why = reason;
   AdvanceEpoch(next, std::move(reason));
+  if (joins) NoteWorkerJoin(next, why, slot, NowUnixMs());
   HERD_RETURN_IF_ERROR(
       CheckJobStatusSize(next, absl::StrFormat("registering %s '%s'", role, req.name())));
   HERD_RETURN_IF_ERROR(Commit(*job, std::move(next), id + 1, /*sync=*/true));
@@ -182,6 +193,7 @@ absl::StatusOr<herd::v1::RegisterNodeResponse> SchedulerCore::RegisterNode(
   // Three heartbeats per timeout: one lost or late message does not kill a node.
   resp.set_heartbeat_interval_ms(std::max<int64_t>(options_.heartbeat_timeout.count() / 3, 1));
   resp.set_job_state(job->status.state());
+  resp.set_joins_running_job(joins);
   return resp;
 }
 

@@ -30,6 +30,8 @@ const char* OpKindName(OpKind kind) {
       return "compressed";
     case OpKind::kBootstrap:
       return "bootstrap";
+    case OpKind::kStateHandover:
+      return "state_handover";
   }
   return "unknown";
 }

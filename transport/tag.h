@@ -25,6 +25,7 @@ enum class OpKind : uint8_t {
   kDecentralized = 9,
   kCompressed = 10,
   kBootstrap = 11,
+  kStateHandover = 12,  // an elastic job's live workers hand the state to one that joins
 };
 
 const char* OpKindName(OpKind kind);

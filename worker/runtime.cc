@@ -28,10 +28,14 @@ absl::StatusOr<herd::v1::TrainingResult> Train(Session& session,
   const int batch = training.batch_size();
   // A resumed job continues at its checkpoint's iteration and data position (global, so it
   // holds at another worker count too).
-  const int64_t first = session.start_iteration();
+  int64_t first = session.start_iteration();
   DataPosition at = session.start_position();
   const int64_t total = first + IterationsLeft(at, samples_total, world, batch, training.epochs());
   HERD_RETURN_IF_ERROR(session.Attach(model->tensors(), model->Layout(), total));
+  // A worker that joined a running elastic job goes on where the live workers do, with the
+  // state they handed it (docs/elastic.md, "Rejoin").
+  first = session.start_iteration();
+  at = session.start_position();
   model->set_timeline(&session.timeline());
 
   herd::v1::TrainingResult result;

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -16,6 +17,7 @@
 #include "worker/counting_communicator.h"
 #include "worker/executor_state.h"
 #include "worker/scheduler_store.h"
+#include "worker/watched_store.h"
 
 namespace herd::worker {
 namespace {
@@ -87,12 +89,34 @@ absl::Status Session::Register() {
   reg.set_name(options_.name);
   reg.set_host(options_.host);
   if (options_.rank) reg.set_requested_rank(*options_.rank);
-  HERD_ASSIGN_OR_RETURN(registered_, client_->RegisterNode(reg));
+  // A restarted process that takes its slot back by name is refused (ALREADY_EXISTS) until the
+  // scheduler has declared its predecessor dead (within its heartbeat timeout): wait for that.
+  const Deadline register_by = Deadline::After(options_.start_timeout);
+  for (bool told = false;;) {
+    absl::StatusOr<herd::v1::RegisterNodeResponse> got = client_->RegisterNode(reg);
+    if (got.ok()) {
+      registered_ = *std::move(got);
+      break;
+    }
+    if (!absl::IsAlreadyExists(got.status()) || register_by.expired()) return got.status();
+    if (!std::exchange(told, true)) {
+      Log().info("worker '{}': waiting to register: {}", options_.name,
+                 std::string(got.status().message()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  registered_at_ = std::chrono::steady_clock::now();
   rank_ = registered_.rank();
   member_index_ = rank_;
   spec_ = job.spec();
   elastic_ = spec_.has_elastic();
+  // Registered into an elastic job that runs: this worker joins at the new epoch and takes the
+  // state from the live workers (Attach), not from the model it builds nor from a checkpoint.
+  joining_ = registered_.joins_running_job();
   HERD_RETURN_IF_ERROR(OpenResume(job));
+  // A joiner keeps the job's start (its iteration count depends on it) but reads no state from
+  // the checkpoint the job resumed from.
+  if (joining_) resume_.reset();
   if (options_.preemptible != nullptr) {
     options_.preemptible->store(!spec_.checkpoint().dir().empty());
   }
@@ -138,7 +162,8 @@ absl::Status Session::Attach(std::vector<ModelTensor> tensors,
   // A resumed job starts from its checkpoint's parameters (the executor's state follows when
   // the first executor is built).
   HERD_RETURN_IF_ERROR(ImportResumedParameters(layout));
-  return WaitRunning();
+  HERD_RETURN_IF_ERROR(WaitRunning());
+  return joining_ ? JoinRunningJob() : absl::OkStatus();
 }
 
 absl::Status Session::WaitRunning() {
@@ -286,6 +311,14 @@ absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
     co.rank = index;
     co.size = size;
     co.store = store_;
+    if (elastic_) {
+      // Given up once the job's membership moved past this plan's (a peer builds the newer
+      // communicator instead): the error leads to Recover and the newer epoch.
+      const int32_t generation = plan.membership_generation();
+      co.store = MakeMembershipWatchedStore(
+          store_, [this, generation] { return job_generation_.load() > generation; },
+          absl::StrFormat("worker %d, iteration %d", rank_, iteration));
+    }
     // The same on every rank of the stretch; a membership change after a death makes a new
     // communicator of the live workers, under keys of its own.
     co.prefix = plan.membership_generation() == 0
@@ -296,6 +329,11 @@ absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
     comm = std::make_unique<CountingCommunicator>(
         std::move(comm),
         metrics::WorkerMetrics::Get().SentBytes(mode, metrics::WorkerMetrics::Peer::kWorker));
+    // After a membership change a worker may join this stretch: the live workers hand it the
+    // state before any executor runs (session_elastic.cc).
+    if (elastic_ && plan.membership_generation() > 0) {
+      HERD_RETURN_IF_ERROR(HandOverState(*comm, iteration, carried));
+    }
   }
   ExecutorContext ctx;
   ctx.plan = run;
@@ -329,6 +367,7 @@ absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
     comm_ = std::move(comm);
     members_.clear();
     if (collective) members_.assign(plan.ranks().begin(), plan.ranks().end());
+    generation_ = plan.membership_generation();
     // The job may have ended while the communicator was being built.
     if (!ended_.ok() && comm_) (void)comm_->abort(ended_);
   }
@@ -342,7 +381,6 @@ absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
   executor_key_ = plan.mode().SerializeAsString();
   member_index_ = index;
   members_count_ = size;
-  generation_ = plan.membership_generation();
   if (resume_ != nullptr) {
     // The first executor of a resumed job takes the checkpoint's state (whichever mode and
     // worker count saved it); the checkpoint is not needed after that.
@@ -416,6 +454,12 @@ absl::StatusOr<herd::v1::JobStatus> Session::Finish(herd::v1::TrainingResult res
   if (commits_taken_ > 0) {
     (*result.mutable_metrics())["elastic_commit_ms"] =
         1000.0 * commit_seconds_ / static_cast<double>(commits_taken_);
+  }
+  if (handover_bytes_ > 0) {
+    (*result.mutable_metrics())["elastic_handover_bytes"] = static_cast<double>(handover_bytes_);
+    (*result.mutable_metrics())["elastic_handover_ms"] = 1000.0 * handover_seconds_;
+    (*result.mutable_metrics())["elastic_join_ms"] = 1000.0 * join_seconds_;
+    (*result.mutable_metrics())["elastic_startup_ms"] = 1000.0 * startup_seconds_;
   }
   // A checkpoint staged near the end is written and reported before the job may complete.
   HERD_RETURN_IF_ERROR(DrainCheckpoints(Deadline::After(options_.timeout)));

@@ -161,7 +161,8 @@ class Session {
     return resumed_program_values_;
   }
   // After Attach: the job's first iteration and data position (a resumed job's are its
-  // checkpoint's; 0 and the start of the data otherwise).
+  // checkpoint's; 0 and the start of the data otherwise; for a worker that joined a running
+  // elastic job, where the live workers go on with it). Before Attach, the job's own start.
   int64_t start_iteration() const { return start_iteration_; }
   const DataPosition& start_position() const { return start_position_; }
   // The job stopped at a checkpoint because a process was preempted (SIGTERM): BeginIteration
@@ -176,7 +177,10 @@ class Session {
   // In a job with an `elastic` block, every iteration that ends (EndIteration) is committed in
   // memory first: the parameters and the executor's state, by the export checkpoints use. When
   // a worker dies, the survivors roll back to the commit before the new epoch's first
-  // iteration and run on with the live workers:
+  // iteration and run on with the live workers. When a worker joins (a restarted one, or a
+  // replacement), they do the same and the new communicator's first act hands the joiner the
+  // state of a live worker; the joiner's Attach takes it, and start_iteration() and
+  // start_position() then say where it begins (the loop's `first` and data position):
   //
   //   for (it = first; it < total; ++it) {
   //     auto ex = session->BeginIteration(it);
@@ -197,7 +201,8 @@ class Session {
   // a few seconds; while the job is paused below min_workers, until the scheduler resumes or
   // fails it), restores the commit before the epoch's first iteration and returns where to go
   // on; the next BeginIteration builds the executor for the live workers. Otherwise (not
-  // elastic, the job ended, no member died, no such commit) returns Diagnose(error).
+  // elastic, the job ended, the membership did not change, no such commit) returns
+  // Diagnose(error).
   absl::StatusOr<Rollback> Recover(const absl::Status& error);
   // This worker's part of the global batch (batch_size x the job's workers) of the iteration
   // begun last: B samples at rank x B, or after a shrink an even share among the live workers.
@@ -252,6 +257,16 @@ class Session {
   void WatchMembership(const herd::v1::HeartbeatResponse& answer);
   // Whether the plan's live workers differ from those of the current stretch.
   bool MembershipChanged(const herd::v1::Plan& plan) const;
+  // On the new communicator of a stretch after a membership change: the members say whether
+  // they join; each joiner receives the state before `iteration` from its source (the nearest
+  // live member before it), imports the parameters and gets the executor's state in `carried`
+  // (its own error-feedback state starts at zero). Nothing is sent when no member joins.
+  absl::Status HandOverState(transport::Communicator& comm, int64_t iteration,
+                             std::optional<checkpoint::ProcessState>& carried);
+  // Attach of a worker that registered into a running elastic job: waits out a pause, builds
+  // the stretch of the epoch it joins (receiving the state from the live workers) and sets the
+  // start iteration and data position there. Retried when the membership changes meanwhile.
+  absl::Status JoinRunningJob();
 
   // Records that the job ended and aborts the communicator (heartbeat thread or driver).
   void NoteJobEnded(herd::v1::JobState state, const std::string& reason);
@@ -295,6 +310,7 @@ class Session {
 
   // Elastic membership.
   bool elastic_ = false;  // the job's spec has an `elastic` block
+  bool joining_ = false;  // registered into the running job; holds no state of it yet
   struct Commit {
     int64_t iteration = 0;  // the state after this iteration
     checkpoint::ProcessState state;
@@ -303,12 +319,21 @@ class Session {
   std::map<int64_t, DataPosition> positions_;  // of the iterations begun lately
   // A rollback's executor state, for the executor the next BeginIteration builds.
   std::optional<checkpoint::ProcessState> restored_;
-  int member_index_ = 0;    // this worker's position among the live workers of the stretch
-  int members_count_ = 0;   // live workers of the stretch (0: the job's, before the first)
-  int32_t generation_ = 0;  // the membership generation the stretch was built for
+  int member_index_ = 0;   // this worker's position among the live workers of the stretch
+  int members_count_ = 0;  // live workers of the stretch (0: the job's, before the first)
+  // The membership generation the stretch was built for (written under mu_: the heartbeat
+  // thread compares it with the job's).
+  int32_t generation_ = 0;
   double commit_seconds_ = 0;
   int64_t commits_taken_ = 0;
+  int64_t handover_bytes_ = 0;   // the state this worker took when it joined
+  double handover_seconds_ = 0;  // sending it (after the communicator was built)
+  double join_seconds_ = 0;      // Attach's part of the join: the communicator and the state
+  double startup_seconds_ = 0;   // from its registration to that part (its model and data)
+  std::chrono::steady_clock::time_point registered_at_;
   std::atomic<uint64_t> watched_epoch_{0};
+  // The job's membership generation as the heartbeat last heard it.
+  std::atomic<int32_t> job_generation_{0};
 
   mutable std::mutex mu_;  // what the heartbeat thread touches
   std::unique_ptr<transport::Communicator> comm_ ABSL_GUARDED_BY(mu_);

@@ -7,18 +7,27 @@
 #include <algorithm>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "scheduler/client/job_wait.h"
 #include "worker/executor_state.h"
 #include "worker/session.h"
+#include "worker/state_handover.h"
 
 namespace herd::worker {
 namespace {
 
 using Seconds = std::chrono::duration<double>;
 using std::chrono::milliseconds;
+
+// Values of a handed-over state that are the handover's, not the executor's.
+constexpr char kHandoverIteration[] = "handover/iteration";
+constexpr char kDataEpoch[] = "data/epoch";
+constexpr char kDataOffset[] = "data/offset";
+constexpr char kProgramValuePrefix[] = "program/";
 
 bool Ended(herd::v1::JobState state) {
   return state == herd::v1::JOB_COMPLETED || state == herd::v1::JOB_FAILED ||
@@ -80,6 +89,7 @@ void Session::WatchMembership(const herd::v1::HeartbeatResponse& answer) {
   if (watched_epoch_.exchange(answer.epoch()) == answer.epoch()) return;
   auto status = client_->GetJob(options_.job);
   if (!status.ok()) return;
+  job_generation_.store(status->membership_generation());
   std::lock_guard<std::mutex> lock(mu_);
   if (comm_ == nullptr || members_.empty()) return;
   std::vector<std::string> gone;
@@ -88,10 +98,17 @@ void Session::WatchMembership(const herd::v1::HeartbeatResponse& answer) {
       gone.push_back(absl::StrFormat("worker '%s' (rank %d)", status->workers(r).name(), r));
     }
   }
-  if (gone.empty()) return;
-  // Wakes a rank blocked in a collective with the dead peer: it returns now and Recovers.
-  (void)comm_->abort(absl::UnavailableError(absl::StrFormat(
-      "%s left job '%s' (%s)", absl::StrJoin(gone, ", "), options_.job, status->epoch_reason())));
+  if (!gone.empty()) {
+    // Wakes a rank blocked in a collective with the dead peer: it returns now and Recovers.
+    (void)comm_->abort(absl::UnavailableError(absl::StrFormat(
+        "%s left job '%s' (%s)", absl::StrJoin(gone, ", "), options_.job, status->epoch_reason())));
+  } else if (status->membership_generation() > generation_) {
+    // A worker joined: the epoch begins at the last iteration every live worker completed, so a
+    // peer may already have left this stretch for the new one (a collective with it would wait
+    // for nothing). Every rank leaves the stretch and Recovers to the epoch's boundary.
+    (void)comm_->abort(absl::UnavailableError(absl::StrFormat(
+        "job '%s' changed its membership (%s)", options_.job, status->epoch_reason())));
+  }
 }
 
 absl::StatusOr<Session::Rollback> Session::Recover(const absl::Status& error) {
@@ -161,8 +178,10 @@ absl::StatusOr<Session::Rollback> Session::Recover(const absl::Status& error) {
 
   // 4. Tear down the stretch (its communicator is aborted first, so no collective of the old
   // membership keeps the executor's thread) and restore the commit.
+  bool someone_died = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    for (int r : members_) someone_died |= r >= job.workers_size() || !job.workers(r).alive();
     if (comm_) (void)comm_->abort(absl::UnavailableError("the job's membership changed"));
   }
   if (executor_) {
@@ -188,16 +207,215 @@ absl::StatusOr<Session::Rollback> Session::Recover(const absl::Status& error) {
   commits_.erase(std::next(commit), commits_.end());
   int live = 0;
   for (const auto& m : job.workers()) live += m.alive() ? 1 : 0;
+  std::string own;
+  if (!someone_died) {
+    own = "; no worker of the stretch died (a worker joins: it takes the state from the live ones)";
+  } else if (lost > 0) {
+    own = absl::StrFormat(
+        "; the dead worker's own state (about %d bytes: residuals, replicas or its model) is lost",
+        lost);
+  } else {
+    own = "; the dead worker held no state of its own (all replicated)";
+  }
   Log().warn(
       "worker {}: {}; rolled back to the state after iteration {}, runs iteration {} again with "
       "{} workers ({:.2f} s after the error: {}){}",
       rank_, job.epoch_reason(), target - 1, target, live,
-      Seconds(std::chrono::steady_clock::now() - begin).count(), std::string(error.message()),
-      lost > 0 ? absl::StrFormat("; the dead worker's own state (about %d bytes: residuals, "
-                                 "replicas or its model) is lost",
-                                 lost)
-               : std::string("; the dead worker held no state of its own (all replicated)"));
+      Seconds(std::chrono::steady_clock::now() - begin).count(), std::string(error.message()), own);
   return Rollback{target, position->second};
+}
+
+absl::Status Session::HandOverState(transport::Communicator& comm, int64_t iteration,
+                                    std::optional<checkpoint::ProcessState>& carried) {
+  const Deadline deadline = Deadline::After(options_.timeout);
+  HERD_ASSIGN_OR_RETURN(std::vector<bool> joining, ExchangeJoining(comm, joining_, deadline));
+  if (std::none_of(joining.begin(), joining.end(), [](bool j) { return j; })) {
+    return absl::OkStatus();
+  }
+  const int me = comm.rank();
+  const auto begin = std::chrono::steady_clock::now();
+  if (!joining_) {
+    // A source: the state before `iteration` (the parameters, restored by Recover, and the
+    // executor's state it carries), encoded once for every joiner it serves.
+    std::string bytes;
+    for (int j = 0; j < comm.size(); ++j) {
+      if (!joining[static_cast<size_t>(j)] || HandoverSource(joining, j) != me) continue;
+      if (bytes.empty()) {
+        checkpoint::ProcessState state;
+        state.process = checkpoint::WorkerProcess(0);
+        ExportParams(state, tensors_);
+        if (carried) {
+          // A rollback's commit carries the parameters too: they are the model's now.
+          for (const auto& e : carried->extents) {
+            if (e.name.rfind("param/", 0) != 0) state.extents.push_back(e);
+          }
+          state.values.insert(carried->values.begin(), carried->values.end());
+        }
+        const auto at = positions_.find(iteration);
+        const DataPosition position = at != positions_.end() ? at->second : position_;
+        state.values[kHandoverIteration] = std::to_string(iteration);
+        state.values[kDataEpoch] = std::to_string(position.epoch);
+        state.values[kDataOffset] = std::to_string(position.offset);
+        for (const auto& [key, value] : program_values_) {
+          state.values[kProgramValuePrefix + key] = value;
+        }
+        bytes = EncodeState(state);
+      }
+      HERD_RETURN_IF_ERROR(SendState(comm, j, bytes, deadline));
+      Log().info(
+          "worker {}: handed the state before iteration {} ({} bytes) to member {} of {} "
+          "in {:.3f} s",
+          rank_, iteration, bytes.size(), j, comm.size(),
+          Seconds(std::chrono::steady_clock::now() - begin).count());
+    }
+    return absl::OkStatus();
+  }
+
+  const int from = HandoverSource(joining, me);
+  if (from < 0) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "every worker of job '%s' at iteration %d joins: none holds the job's state to take over",
+        options_.job, iteration));
+  }
+  int64_t param_bytes = 0;
+  for (const auto& t : tensors_) param_bytes += static_cast<int64_t>(t.count) * 4;
+  // Parameters, optimizer slots and residuals are a few copies of the model; the bound only
+  // keeps a damaged size from allocating without limit.
+  HERD_ASSIGN_OR_RETURN(std::string bytes,
+                        ReceiveState(comm, from, 8 * param_bytes + (int64_t{64} << 20), deadline));
+  HERD_ASSIGN_OR_RETURN(checkpoint::ProcessState state, DecodeState(bytes));
+  if (state.values[kHandoverIteration] != std::to_string(iteration)) {
+    return absl::DataLossError(absl::StrFormat(
+        "member %d handed over the state before iteration '%s', this worker joins at %d", from,
+        state.values[kHandoverIteration], iteration));
+  }
+  DataPosition position;
+  if (!absl::SimpleAtoi(state.values[kDataEpoch], &position.epoch) ||
+      !absl::SimpleAtoi(state.values[kDataOffset], &position.offset)) {
+    return absl::DataLossError(absl::StrFormat(
+        "member %d handed over a data position that is not two integers ('%s', '%s')", from,
+        state.values[kDataEpoch], state.values[kDataOffset]));
+  }
+  // The parameters go into the model; the rest is the executor's (imported when it is built).
+  checkpoint::ProcessState params;
+  params.process = checkpoint::WorkerProcess(0);
+  params.values = state.values;  // models_per_rank says how decentralized parameters import
+  std::erase_if(state.extents, [&](checkpoint::Extent& e) {
+    if (e.name.rfind("param/", 0) != 0) return false;
+    params.extents.push_back(std::move(e));
+    return true;
+  });
+  {
+    std::vector<checkpoint::ProcessState> one;
+    one.push_back(std::move(params));
+    const checkpoint::MemoryStateSource source(std::move(one), 1);
+    HERD_RETURN_IF_ERROR(ImportParams(source, ImportWhere{0, 1}, tensors_));
+  }
+  const int64_t own = DropOwnState(state);
+  std::map<std::string, std::string> program;
+  for (auto it = state.values.begin(); it != state.values.end();) {
+    const std::string& key = it->first;
+    if (key.rfind(kProgramValuePrefix, 0) == 0) {
+      program[key.substr(sizeof(kProgramValuePrefix) - 1)] = it->second;
+    }
+    const bool ours = key.rfind(kProgramValuePrefix, 0) == 0 || key == kHandoverIteration ||
+                      key == kDataEpoch || key == kDataOffset;
+    it = ours ? state.values.erase(it) : std::next(it);
+  }
+  state.process = checkpoint::WorkerProcess(me);
+  carried = std::move(state);
+  program_values_ = program;
+  resumed_program_values_ = std::move(program);
+  start_iteration_ = iteration;
+  start_position_ = position;
+  position_ = position;
+  joining_ = false;
+  handover_bytes_ = static_cast<int64_t>(bytes.size());
+  handover_seconds_ = Seconds(std::chrono::steady_clock::now() - begin).count();
+  Log().info(
+      "worker {}: joined job '{}' at iteration {} with {} workers: took {} bytes of state "
+      "(parameters, optimizer state) from member {} in {:.3f} s ({:.1f} MB/s){}",
+      rank_, options_.job, iteration, comm.size(), bytes.size(), from, handover_seconds_,
+      handover_seconds_ > 0 ? static_cast<double>(bytes.size()) / 1e6 / handover_seconds_ : 0.0,
+      own > 0 ? absl::StrFormat("; its own error-feedback state starts at zero (the source "
+                                "held %d bytes of it)",
+                                own)
+              : std::string());
+  return absl::OkStatus();
+}
+
+absl::Status Session::JoinRunningJob() {
+  const auto begin = std::chrono::steady_clock::now();
+  const Deadline give_up =
+      Deadline::After(options_.start_timeout + milliseconds(spec_.elastic().pending_timeout_ms()));
+  for (bool told_paused = false;;) {
+    HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus job, client_->GetJob(options_.job));
+    if (Ended(job.state())) {
+      HERD_RETURN_IF_ERROR(scheduler::JobEndedStatus(job));
+      return absl::FailedPreconditionError(
+          absl::StrFormat("job '%s' ended before worker %d could join it", options_.job, rank_));
+    }
+    if (job.paused_since_unix_ms() != 0) {
+      // Still below min_workers with this one: it waits at the boundary with the others.
+      if (give_up.expired()) {
+        return absl::DeadlineExceededError(
+            absl::StrFormat("worker %d joined job '%s', which stayed paused: %s", rank_,
+                            options_.job, job.pause_reason()));
+      }
+      if (!std::exchange(told_paused, true)) {
+        Log().warn("worker {}: job '{}' paused: {}", rank_, options_.job, job.pause_reason());
+      }
+      std::this_thread::sleep_for(milliseconds(200));
+      continue;
+    }
+    const int64_t target = job.epoch_start_iteration();
+    absl::StatusOr<herd::v1::Plan> plan = FetchPlan(target);
+    absl::Status st = plan.status();
+    if (plan.ok()) {
+      if (Ended(plan->job_state())) {
+        HERD_RETURN_IF_ERROR(
+            scheduler::JobEndedStatus(options_.job, plan->job_state(), plan->end_reason()));
+        return absl::FailedPreconditionError(
+            absl::StrFormat("job '%s' ended before worker %d could join it", options_.job, rank_));
+      }
+      if (!ModeUsesCommunicator(plan->mode().mode())) {
+        // ps_async: the shards hold the model; the first pull brings it.
+        joining_ = false;
+        return absl::OkStatus();
+      }
+      st = SwitchTo(*plan, target);
+      if (st.ok() && joining_) {
+        st = absl::InternalError(absl::StrFormat(
+            "worker %d built the stretch of iteration %d without taking the job's state", rank_,
+            target));
+      }
+      if (st.ok()) {
+        // The state it joins with is its first commit: a loss right away rolls back to it.
+        positions_[target] = position_;
+        join_seconds_ = Seconds(std::chrono::steady_clock::now() - begin).count();
+        startup_seconds_ = Seconds(begin - registered_at_).count();
+        Log().info(
+            "worker {}: joined {:.2f} s after it registered ({:.2f} s building its model "
+            "and data, {:.2f} s the communicator and the state)",
+            rank_, startup_seconds_ + join_seconds_, startup_seconds_, join_seconds_);
+        return CommitIteration(target - 1);
+      }
+    }
+    // The membership changed again while this worker connected (another worker died or
+    // joined): it joins the epoch after that one.
+    auto now = client_->GetJob(options_.job);
+    const bool moved =
+        now.ok() && (now->epoch_start_iteration() != target ||
+                     (plan.ok() && now->membership_generation() != plan->membership_generation()));
+    if (!moved || give_up.expired()) return st;
+    Log().info("worker {}: the job's membership changed while joining ({}); joining again", rank_,
+               st.ToString());
+    executor_.reset();
+    executor_key_.clear();
+    std::lock_guard<std::mutex> lock(mu_);
+    comm_.reset();
+    members_.clear();
+  }
 }
 
 BatchSlice Session::DataSlice(int batch_size) const {

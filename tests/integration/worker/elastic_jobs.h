@@ -60,12 +60,13 @@ class ElasticJob : public ::testing::Test {
     auto submitted = RunHerd({"job", "submit", path, "--scheduler", sched_.address()});
     ASSERT_EQ(submitted.rc, 0) << submitted.out;
   }
-  pid_t Worker(const std::string& job, int i) {
+  // Worker `i` of `job` (name "w<i>", rank i), logging to Log("<job>-w<i><log_suffix>").
+  pid_t Worker(const std::string& job, int i, const std::string& log_suffix = "") {
     const std::string name = "w" + std::to_string(i);
     const pid_t pid = SpawnHerd(
         {"worker", "--scheduler", sched_.address(), "--job", job, "--name", name, "--rank",
          std::to_string(i), "--wait-for-job", "60", "--threads", "1", "--timeout", "60"},
-        Log(job + "-" + name));
+        Log(job + "-" + name + log_suffix));
     pids_.push_back(pid);
     return pid;
   }
@@ -96,6 +97,26 @@ class ElasticJob : public ::testing::Test {
     if (!std::regex_search(json, m, std::regex("\"" + field + "\":\\s*\"?(-?[0-9.]+)"))) return -1;
     return std::atoll(m[1].str().c_str());
   }
+  // Every occurrence of a number field, in order (e.g. one per membership event).
+  static std::vector<long long> JsonNumbers(const std::string& json, const std::string& field) {
+    std::vector<long long> out;
+    const std::regex re("\"" + field + "\":\\s*\"?(-?[0-9.]+)");
+    for (auto it = std::sregex_iterator(json.begin(), json.end(), re); it != std::sregex_iterator();
+         ++it) {
+      out.push_back(std::atoll((*it)[1].str().c_str()));
+    }
+    return out;
+  }
+  // Every occurrence of a string field, in order.
+  static std::vector<std::string> JsonStrings(const std::string& json, const std::string& field) {
+    std::vector<std::string> out;
+    const std::regex re("\"" + field + "\":\\s*\"([^\"]*)\"");
+    for (auto it = std::sregex_iterator(json.begin(), json.end(), re); it != std::sregex_iterator();
+         ++it) {
+      out.push_back((*it)[1].str());
+    }
+    return out;
+  }
   static double JsonDouble(const std::string& json, const std::string& field) {
     std::smatch m;
     if (!std::regex_search(json, m, std::regex("\"" + field + "\":\\s*([-0-9.eE+]+)"))) return -1;
@@ -104,6 +125,50 @@ class ElasticJob : public ::testing::Test {
   static double Accuracy(const std::string& status) {
     const size_t at = status.find("test accuracy ");
     return at == std::string::npos ? -1 : std::atof(status.c_str() + at + 14);
+  }
+
+  // Four workers of `job` in `mode`; worker 1 is killed with SIGKILL a third into the job
+  // (iteration 78 of 234) and started again at once under its name: it waits until the
+  // scheduler declared its predecessor dead, registers, and rejoins with the live workers'
+  // state. Every worker, the restarted one included, must exit 0. Returns the JSON status.
+  std::string KillAndRestart(const std::string& job, const std::string& mode) {
+    sched_.Start(dir_ + "/scheduler", 0, {"--heartbeat-timeout", "3s"});
+    Submit(job, 4, 30000, "{min_workers: 2, max_failures: 2, pending_timeout: 30s}", mode);
+    std::vector<pid_t> w;
+    for (int i = 0; i < 4; ++i) w.push_back(Worker(job, i));
+    WaitForIteration(job, 78);
+    ::kill(w[1], SIGKILL);
+    (void)WaitExit(w[1], 10);
+    const pid_t again = Worker(job, 1, "-restarted");
+    for (int i : {0, 2, 3}) {
+      EXPECT_EQ(ExitCode(w[i], 180), 0) << ReadFile(Log(job + "-w" + std::to_string(i)));
+    }
+    EXPECT_EQ(ExitCode(again, 180), 0) << ReadFile(Log(job + "-w1-restarted"));
+    const std::string status = Status(job);
+    EXPECT_NE(status.find("COMPLETED"), std::string::npos) << status;
+    EXPECT_NE(status.find("completed: 4 of 4 workers finished"), std::string::npos) << status;
+    EXPECT_NE(status.find("'w1' (rank 1) declared dead"), std::string::npos) << status;
+    EXPECT_NE(status.find("worker 'w1' (rank 1) rejoined; 4 workers from iteration"),
+              std::string::npos)
+        << status;
+    EXPECT_NE(status.find("(rejoin time)"), std::string::npos) << status;
+    const std::string joined = ReadFile(Log(job + "-w1-restarted"));
+    EXPECT_NE(joined.find("joined job '" + job + "' at iteration"), std::string::npos) << joined;
+    return Json(job);
+  }
+  // The figures of a KillAndRestart job for docs/BENCHMARKS.md ("Elastic membership").
+  void PrintRejoin(const std::string& mode, const std::string& json) {
+    const auto detected = JsonNumbers(json, "detectedUnixMs");
+    const auto resumed = JsonNumbers(json, "resumedUnixMs");
+    const double bytes = JsonDouble(json, "elastic_handover_bytes");
+    const double ms = JsonDouble(json, "elastic_handover_ms");
+    std::printf(
+        "%s: rejoin (registration to every worker done with an iteration of the new epoch) %lld "
+        "ms; the newcomer's start (model, data) %.1f ms, its join in Attach (communicator and "
+        "state) %.1f ms; state handed over %.0f bytes in %.2f ms (%.1f MB/s)\n",
+        mode.c_str(), detected.size() >= 2 && resumed.size() >= 2 ? resumed[1] - detected[1] : -1LL,
+        JsonDouble(json, "elastic_startup_ms"), JsonDouble(json, "elastic_join_ms"), bytes, ms,
+        ms > 0 ? bytes / 1e3 / ms : 0.0);
   }
 
   std::string dir_;

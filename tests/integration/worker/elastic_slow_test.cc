@@ -1,10 +1,32 @@
 // Elastic membership with real processes, the longer runs (label slow): failures past
 // max_failures fail the job with the count, and a job that lost a worker a third in ends within
 // 2 points of test accuracy of the same job undisturbed.
+#include <dirent.h>
+
+#include <algorithm>
+
 #include "tests/integration/worker/elastic_jobs.h"
 
 namespace herd::elastic_testing {
 namespace {
+
+// The pid of the process whose command line holds every one of `args` (0 when none does).
+pid_t FindProcess(const std::vector<std::string>& args) {
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return 0;
+  pid_t found = 0;
+  while (dirent* e = ::readdir(proc)) {
+    const pid_t pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::string cmdline = ReadFile("/proc/" + std::string(e->d_name) + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    bool all = true;
+    for (const auto& a : args) all &= cmdline.find(a) != std::string::npos;
+    if (all) found = pid;
+  }
+  ::closedir(proc);
+  return found;
+}
 
 TEST_F(ElasticJob, FailuresPastMaxFailuresFailTheJobWithTheCount) {
   sched_.Start(dir_ + "/scheduler", 0, {"--heartbeat-timeout", "3s"});
@@ -89,6 +111,82 @@ TEST_P(ElasticModes, AWorkerKilledAThirdInLeavesThreeThatFinishTheJob) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, ElasticModes,
                          ::testing::Values("lp", "sparse", "topk_allgather", "decentralized"));
+
+// The same modes with the killed worker started again (allreduce: elastic_test.cc): it rejoins
+// with the state of a live worker (in the decentralized mode its ring predecessor's model), the
+// job ends with four. The replicated modes end with four identical replicas; the residuals of
+// sparse and topk_allgather start at zero on the newcomer, which the updates average out.
+class ElasticRejoin : public ElasticJob, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(ElasticRejoin, AWorkerKilledAndRestartedRejoinsAndTheJobEndsWithFour) {
+  const std::string mode = GetParam();
+  const std::string job = "rejoin-" + std::string(mode == "topk_allgather" ? "topk" : mode);
+  const std::string json = KillAndRestart(job, mode);
+  if (mode != "decentralized") {
+    const auto digests = JsonStrings(json, "paramsDigest");
+    ASSERT_GE(digests.size(), 4u) << json;
+    for (const auto& d : digests) EXPECT_EQ(d, digests[0]) << json;
+  }
+  EXPECT_GT(Accuracy(Status(job)), 0.6) << Status(job);
+  std::printf("%s: test accuracy %.4f after a worker rejoined\n", mode.c_str(),
+              Accuracy(Status(job)));
+  PrintRejoin(mode, json);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, ElasticRejoin,
+                         ::testing::Values("lp", "sparse", "topk_allgather", "decentralized"));
+
+// A job killed and restarted a third in against the same job undisturbed: within 2 points.
+TEST_F(ElasticJob, AJobWhoseWorkerRejoinedEndsNearTheUndisturbedAccuracy) {
+  const std::string json = KillAndRestart("back", "allreduce");
+  const double rejoined = Accuracy(Status("back"));
+  Submit("calm", 4, 30000, "{min_workers: 2, max_failures: 2}");
+  std::vector<pid_t> calm;
+  for (int i = 0; i < 4; ++i) calm.push_back(Worker("calm", i));
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_EQ(ExitCode(calm[i], 180), 0) << ReadFile(Log("calm-w" + std::to_string(i)));
+  }
+  const double undisturbed = Accuracy(Status("calm"));
+  EXPECT_NEAR(rejoined, undisturbed, 0.02) << Status("back");
+  std::printf("test accuracy: undisturbed %.4f, a worker killed and rejoined %.4f\n", undisturbed,
+              rejoined);
+}
+
+}  // namespace
+}  // namespace herd::elastic_testing
+
+namespace herd::elastic_testing {
+namespace {
+
+// `herd local --min-workers 2 --max-restarts 1`: worker-1 killed with SIGKILL while the job
+// runs is started again by herd local under its name, rejoins, and the job completes with four.
+TEST_F(ElasticJob, HerdLocalRestartsAKilledWorkerWhichRejoins) {
+  const std::string state = dir_ + "/local";
+  const std::string job = "local-rejoin";
+  const pid_t local = SpawnHerd({"local", "--model", "mlp", "--workers", "4", "--epochs", "1",
+                                 "--batch-size", "32", "--train-samples", "60000", "--job", job,
+                                 "--min-workers", "2", "--max-restarts", "1", "--state", state},
+                                Log("herd-local"));
+  pids_.push_back(local);
+  // Once the job runs, a few seconds in (of about a minute), worker-1 is killed.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (ReadFile(state + "/logs/scheduler.log").find("(RUNNING") == std::string::npos &&
+         std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(8));
+  const pid_t victim = FindProcess({"worker", "--job " + job, "--name worker-1 "});
+  ASSERT_GT(victim, 0) << ReadFile(Log("herd-local"));
+  ::kill(victim, SIGKILL);
+  EXPECT_EQ(ExitCode(local, 300), 0) << ReadFile(Log("herd-local"));
+  const std::string out = ReadFile(Log("herd-local"));
+  EXPECT_NE(out.find("worker-1 was killed by signal 9 (Killed); restarting it (1 of at most 1)"),
+            std::string::npos)
+      << out;
+  const std::string restarted = ReadFile(state + "/logs/worker-1-restart-1.log");
+  EXPECT_NE(restarted.find("joined job '" + job + "' at iteration"), std::string::npos)
+      << restarted;
+}
 
 }  // namespace
 }  // namespace herd::elastic_testing

@@ -1,8 +1,9 @@
 // Elastic membership with real processes (docs/elastic.md): a scheduler, `herd job submit` of
 // an allreduce job with an `elastic` block, and four `herd worker`s over UCX. A worker killed
 // with SIGKILL about a third into the job: the three survivors go on at P = 3 within the
-// heartbeat deadline plus 2 s and the job completes with a useful model; below min_workers the
-// job pauses, then fails naming the empty slots. More in elastic_slow_test.cc (label slow).
+// heartbeat deadline plus 2 s and the job completes with a useful model; killed and started
+// again, it rejoins and the job ends with four identical replicas; below min_workers the job
+// pauses, then fails naming the empty slots. More in elastic_slow_test.cc (label slow).
 #include "tests/integration/worker/elastic_jobs.h"
 
 namespace herd::elastic_testing {
@@ -51,6 +52,22 @@ TEST_F(ElasticJob, AWorkerKilledAThirdInLeavesThreeThatFinishTheJob) {
   EXPECT_NE(w0.find("held no state of its own"), std::string::npos) << w0;
   // One epoch of the MLP reaches about 0.8 here undisturbed (elastic_slow_test compares the two).
   EXPECT_GT(Accuracy(status), 0.7) << status;
+}
+
+// The killed worker started again at once under its name: it rejoins with the live workers'
+// state (sent over the new communicator, not read from disk), the job ends with four, and the
+// four replicas end bit for bit the same.
+TEST_F(ElasticJob, AWorkerKilledAndRestartedRejoinsAndTheJobEndsWithFour) {
+  const std::string json = KillAndRestart("rejoin", "allreduce");
+  const auto digests = JsonStrings(json, "paramsDigest");
+  ASSERT_GE(digests.size(), 4u) << json;  // the four workers' results (and the job's)
+  for (const auto& d : digests) EXPECT_EQ(d, digests[0]) << json;
+  EXPECT_GT(JsonDouble(json, "elastic_handover_bytes"), 0) << json;
+  // Member 0 (w0) is the joiner's predecessor: it sent the state.
+  const std::string w0 = ReadFile(Log("rejoin-w0"));
+  EXPECT_NE(w0.find("handed the state before iteration"), std::string::npos) << w0;
+  EXPECT_GT(Accuracy(Status("rejoin")), 0.7) << Status("rejoin");
+  PrintRejoin("allreduce", json);
 }
 
 TEST_F(ElasticJob, BelowMinWorkersTheJobPausesThenFailsNamingTheEmptySlots) {

@@ -1,12 +1,14 @@
 // Elastic jobs in SchedulerCore (docs/elastic.md): the JobSpec's `elastic` block, a dead worker
 // that starts a new epoch with the live workers instead of failing the job, max_failures, the
-// pause below min_workers and its pending_timeout, and the membership events.
+// pause below min_workers and its pending_timeout, a worker that joins the running job (a new
+// epoch, the end of a pause, the joins refused), and the membership events.
 
 #include <gtest/gtest.h>
 
 #include <thread>
 
 #include "scheduler/client/job_yaml.h"
+#include "scheduler/elastic.h"
 #include "scheduler/job_spec.h"
 #include "scheduler/scheduler_core.h"
 #include "tests/unit/scheduler/test_jobs.h"
@@ -96,6 +98,14 @@ class Elastic : public ::testing::Test {
     }
     return ids;
   }
+  absl::StatusOr<herd::v1::RegisterNodeResponse> Join(const std::string& job,
+                                                      const std::string& name) {
+    herd::v1::RegisterNodeRequest r;
+    r.set_job(job);
+    r.set_role(herd::v1::ROLE_WORKER);
+    r.set_name(name);
+    return core_->RegisterNode(r);
+  }
   void Report(const std::string& job, uint64_t id, int64_t iteration) {
     herd::v1::ReportIterationRequest r;
     r.set_job(job);
@@ -170,16 +180,6 @@ TEST_F(Elastic, ADeadWorkerStartsAnEpochWithTheLiveWorkersAndTheIterationRunsAga
   EXPECT_GE(job->membership_events(0).resumed_unix_ms(),
             job->membership_events(0).detected_unix_ms());
 
-  // A dead worker that comes back is refused for now (it would lack the model's state).
-  herd::v1::RegisterNodeRequest again;
-  again.set_job("j");
-  again.set_role(herd::v1::ROLE_WORKER);
-  again.set_name("w1");
-  auto back = core_->RegisterNode(again);
-  ASSERT_FALSE(back.ok());
-  EXPECT_EQ(back.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(back.status().message().find("does not yet rejoin"), std::string::npos)
-      << back.status();
   // The dead worker failing on its way out does not fail the job.
   herd::v1::FailJobRequest fail;
   fail.set_job("j");
@@ -187,6 +187,151 @@ TEST_F(Elastic, ADeadWorkerStartsAnEpochWithTheLiveWorkersAndTheIterationRunsAga
   fail.set_reason("transport error");
   ASSERT_TRUE(core_->FailJob(fail).ok());
   EXPECT_EQ(core_->GetJob("j")->state(), herd::v1::JOB_RUNNING);
+}
+
+TEST_F(Elastic, ARestartedWorkerTakesItsSlotBackAtANewEpoch) {
+  Open(300ms);
+  ASSERT_TRUE(core_->SubmitJob(ElasticSpec("j", 4, 2, 3, 60000)).ok());
+  std::vector<uint64_t> ids;
+  for (int w = 0; w < 4; ++w) {
+    auto got = Join("j", "w" + std::to_string(w));
+    ASSERT_TRUE(got.ok()) << got.status();
+    // The last one starts the job: none of the four joins a running one.
+    EXPECT_FALSE(got->joins_running_job()) << w;
+    ids.push_back(got->node_id());
+  }
+  ASSERT_EQ(core_->GetJob("j")->state(), herd::v1::JOB_RUNNING);
+  for (int w = 0; w < 4; ++w) Report("j", ids[w], 9);
+  KeepAlive("j", {ids[0], ids[2], ids[3]}, 700ms);
+  ASSERT_EQ(core_->GetJob("j")->membership_generation(), 1);
+  // The three go on from iteration 10; two of them completed it, one is still in it.
+  Report("j", ids[0], 10);
+  Report("j", ids[2], 10);
+
+  auto back = Join("j", "w1");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->rank(), 1) << "the same name takes its old slot";
+  EXPECT_TRUE(back->joins_running_job()) << "it learns that it joins a running job";
+  auto job = core_->GetJob("j");
+  EXPECT_TRUE(job->workers(1).alive());
+  EXPECT_EQ(job->membership_generation(), 2) << "a new communicator with the newcomer";
+  EXPECT_EQ(job->epoch_start_iteration(), 10) << "after the last iteration every worker completed";
+  EXPECT_EQ(job->progress(1).iteration(), 9) << "the newcomer starts at the boundary";
+  EXPECT_EQ(job->worker_failures(), 1) << "a join does not undo a failure";
+  ASSERT_EQ(job->membership_events_size(), 2);
+  const auto& ev = job->membership_events(1);
+  EXPECT_TRUE(ev.joined());
+  EXPECT_NE(ev.what().find("worker 'w1' (rank 1) rejoined"), std::string::npos) << ev.what();
+  EXPECT_EQ(ev.workers_after(), 4);
+  EXPECT_EQ(ev.rerun_from_iteration(), 10);
+  EXPECT_EQ(ev.resumed_unix_ms(), 0);
+
+  herd::v1::GetPlanRequest req;
+  req.set_job("j");
+  req.set_iteration(10);
+  auto plan = core_->GetPlan(req);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(std::vector<int>(plan->ranks().begin(), plan->ranks().end()),
+            (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(plan->membership_generation(), 2);
+
+  // Training went on once all four completed iteration 10: the rejoin time is on the event.
+  for (int w : {0, 2, 3}) Report("j", ids[w], 10);
+  EXPECT_EQ(core_->GetJob("j")->membership_events(1).resumed_unix_ms(), 0)
+      << "the newcomer has not completed an iteration yet";
+  Report("j", back->node_id(), 10);
+  job = core_->GetJob("j");
+  EXPECT_GE(job->membership_events(1).resumed_unix_ms(),
+            job->membership_events(1).detected_unix_ms());
+  EXPECT_EQ(job->completed_iteration(), 10);
+
+  // Another name takes a dead slot too (a replacement), and is an event of its own.
+  KeepAlive("j", {ids[0], back->node_id(), ids[3]}, 700ms);
+  ASSERT_FALSE(core_->GetJob("j")->workers(2).alive());
+  auto other = Join("j", "spare");
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(other->rank(), 2);
+  job = core_->GetJob("j");
+  EXPECT_NE(job->membership_events(job->membership_events_size() - 1)
+                .what()
+                .find("worker 'spare' replaced dead 'w2' as rank 2"),
+            std::string::npos)
+      << job->membership_events(job->membership_events_size() - 1).what();
+}
+
+TEST_F(Elastic, AJoinEndsAPauseOnceMinWorkersAreBack) {
+  Open(300ms);
+  ASSERT_TRUE(core_->SubmitJob(ElasticSpec("j", 4, 4, 5, 60000)).ok());
+  auto ids = Register("j", 4);
+  KeepAlive("j", {ids[0], ids[3]}, 700ms);
+  auto job = core_->GetJob("j");
+  ASSERT_GT(job->paused_since_unix_ms(), 0);
+  const int64_t paused_since = job->paused_since_unix_ms();
+
+  ASSERT_TRUE(Join("j", "w1").ok());
+  job = core_->GetJob("j");
+  EXPECT_EQ(job->paused_since_unix_ms(), paused_since) << "3 of min 4: still paused";
+  EXPECT_NE(job->pause_reason().find("3 of 4 workers alive"), std::string::npos)
+      << job->pause_reason();
+  EXPECT_NE(job->pause_reason().find("empty slots: rank 2 ('w2')"), std::string::npos)
+      << job->pause_reason();
+
+  ASSERT_TRUE(Join("j", "w2").ok());
+  job = core_->GetJob("j");
+  EXPECT_EQ(job->paused_since_unix_ms(), 0) << "four again: the job goes on";
+  EXPECT_TRUE(job->pause_reason().empty()) << job->pause_reason();
+  herd::v1::GetPlanRequest req;
+  req.set_job("j");
+  req.set_iteration(job->epoch_start_iteration());
+  auto plan = core_->GetPlan(req);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->paused());
+  EXPECT_EQ(plan->ranks_size(), 4);
+}
+
+TEST_F(Elastic, JoinsThatTheJobCannotTakeAreRefusedAndChangeNothing) {
+  Open(300ms);
+  // Every slot alive: a newcomer is not needed, and the job does not grow past `workers`.
+  auto spec = ElasticSpec("full", 2, 1, 3, 60000);
+  spec.mutable_elastic()->set_max_workers(3);
+  ASSERT_TRUE(core_->SubmitJob(spec).ok());
+  Register("full", 2);
+  const auto before = core_->GetJob("full");
+  auto extra = Join("full", "w9");
+  ASSERT_FALSE(extra.ok());
+  EXPECT_EQ(extra.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(extra.status().message().find("all alive"), std::string::npos) << extra.status();
+  EXPECT_NE(extra.status().message().find("max_workers 3: growing past"), std::string::npos)
+      << extra.status();
+  EXPECT_EQ(core_->GetJob("full")->epoch(), before->epoch());
+  EXPECT_EQ(core_->GetJob("full")->membership_generation(), before->membership_generation());
+
+  // A mode that neither shrinks nor takes a worker back: the rule, and the job that failed on
+  // the death is not joined either.
+  herd::v1::ModeSpec dear;
+  dear.set_mode("dear");
+  EXPECT_NE(JoinRefusal(*before, dear, "w9").find("mode dear does not go on"), std::string::npos);
+  herd::v1::ModeSpec allreduce;
+  allreduce.set_mode("allreduce");
+  EXPECT_EQ(JoinRefusal(*before, allreduce, "w9"), "");
+  auto lp = ElasticSpec("dlp", 3, 1, 3, 60000);
+  lp.mutable_mode()->set_mode("decentralized_lp");
+  ASSERT_TRUE(core_->SubmitJob(lp).ok());
+  auto ids = Register("dlp", 3);
+  KeepAlive("dlp", {ids[0], ids[1]}, 700ms);
+  ASSERT_EQ(core_->GetJob("dlp")->state(), herd::v1::JOB_FAILED);
+  auto late = Join("dlp", "w2");
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(late.status().message().find("has ended"), std::string::npos) << late.status();
+
+  // A job without the elastic block keeps its old rule: every slot taken, nobody else joins.
+  ASSERT_TRUE(core_->SubmitJob(ExampleSpec("plain", 2, 0)).ok());
+  Register("plain", 2);
+  auto plain = Join("plain", "w9");
+  ASSERT_FALSE(plain.ok());
+  EXPECT_EQ(plain.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(plain.status().message().find("max_workers"), std::string::npos) << plain.status();
 }
 
 TEST_F(Elastic, FailuresPastMaxFailuresFailTheJobWithTheCount) {
