@@ -157,7 +157,12 @@ class ElasticJob : public ::testing::Test {
     return Json(job);
   }
   // The figures of a KillAndRestart job for docs/BENCHMARKS.md ("Elastic membership").
-  void PrintRejoin(const std::string& mode, const std::string& json) {
+  void PrintRejoin(const std::string& mode, const std::string& job, const std::string& json) {
+    const std::string status = Status(job);
+    for (size_t at = status.find("membership"); at != std::string::npos;
+         at = status.find("membership", at + 1)) {
+      std::printf("%s\n", status.substr(at, status.find('\n', at) - at).c_str());
+    }
     const auto detected = JsonNumbers(json, "detectedUnixMs");
     const auto resumed = JsonNumbers(json, "resumedUnixMs");
     const double bytes = JsonDouble(json, "elastic_handover_bytes");

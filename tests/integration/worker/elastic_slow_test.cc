@@ -130,7 +130,7 @@ TEST_P(ElasticRejoin, AWorkerKilledAndRestartedRejoinsAndTheJobEndsWithFour) {
   EXPECT_GT(Accuracy(Status(job)), 0.6) << Status(job);
   std::printf("%s: test accuracy %.4f after a worker rejoined\n", mode.c_str(),
               Accuracy(Status(job)));
-  PrintRejoin(mode, json);
+  PrintRejoin(mode, job, json);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ElasticRejoin,

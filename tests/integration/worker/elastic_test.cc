@@ -67,7 +67,7 @@ TEST_F(ElasticJob, AWorkerKilledAndRestartedRejoinsAndTheJobEndsWithFour) {
   const std::string w0 = ReadFile(Log("rejoin-w0"));
   EXPECT_NE(w0.find("handed the state before iteration"), std::string::npos) << w0;
   EXPECT_GT(Accuracy(Status("rejoin")), 0.7) << Status("rejoin");
-  PrintRejoin("allreduce", json);
+  PrintRejoin("allreduce", "rejoin", json);
 }
 
 TEST_F(ElasticJob, BelowMinWorkersTheJobPausesThenFailsNamingTheEmptySlots) {
