@@ -163,10 +163,12 @@ namespace {
 TEST_F(ElasticJob, HerdLocalRestartsAKilledWorkerWhichRejoins) {
   const std::string state = dir_ + "/local";
   const std::string job = "local-rejoin";
-  const pid_t local = SpawnHerd({"local", "--model", "mlp", "--workers", "4", "--epochs", "1",
-                                 "--batch-size", "32", "--train-samples", "60000", "--job", job,
-                                 "--min-workers", "2", "--max-restarts", "1", "--state", state},
-                                Log("herd-local"));
+  const pid_t local =
+      SpawnHerd({"local", "--mode",   "allreduce", "--model",       "mlp", "--workers",
+                 "4",     "--epochs", "1",         "--batch-size",  "32",  "--train-samples",
+                 "60000", "--job",    job,         "--min-workers", "2",   "--max-restarts",
+                 "1",     "--state",  state},
+                Log("herd-local"));
   pids_.push_back(local);
   // Once the job runs, a few seconds in (of about a minute), worker-1 is killed.
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
