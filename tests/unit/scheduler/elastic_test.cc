@@ -314,6 +314,10 @@ TEST_F(Elastic, JoinsThatTheJobCannotTakeAreRefusedAndChangeNothing) {
   herd::v1::ModeSpec allreduce;
   allreduce.set_mode("allreduce");
   EXPECT_EQ(JoinRefusal(*before, allreduce, "w9"), "");
+  herd::v1::ModeSpec ps_sync;
+  ps_sync.set_mode("ps_sync");
+  EXPECT_NE(JoinRefusal(*before, ps_sync, "w9").find("takes no newcomer"), std::string::npos)
+      << "it shrinks, but its open rounds cannot take a newcomer's push";
   auto lp = ElasticSpec("dlp", 3, 1, 3, 60000);
   lp.mutable_mode()->set_mode("decentralized_lp");
   ASSERT_TRUE(core_->SubmitJob(lp).ok());
