@@ -564,7 +564,10 @@ def broadcast_parameters(params, root_rank=0):
 def finish(metrics=None):
     """Ends this worker's training: every update applied, the result reported to the job, whose
     summary shows `metrics` (name -> number; "test_accuracy" and "loss" fill the summary's
-    fields). The job completes when every worker has finished."""
+    fields). The job completes when every worker has finished. In a job with a checkpoint
+    directory the steps done so far are the job's planned iterations and its final checkpoint
+    (parameters, herd's optimizer state, the values of herd.state() as set now) commits before
+    this returns: a resume from it has nothing left to train (docs/python.md)."""
     global _finished
     s = _require()
     if _finished:
