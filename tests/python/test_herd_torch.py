@@ -179,6 +179,18 @@ class FeaturesTest(HerdTorchTest):
                 history[record["iteration"]] = record["mode"]
         self.assertEqual([history[i] for i in range(24)], modes)
 
+    def test_token_file(self):
+        # herd local --token-file: the scheduler and shard require the token, and the Python
+        # workers send it (HERD_TOKEN_FILE, as the Kubernetes manifests give it).
+        d = tempfile.mkdtemp(prefix="herd-py-token-")
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", d]))
+        token = os.path.join(d, "token")
+        with open(token, "w") as f:
+            f.write("python-worker-token\n")
+        run = self.herd_local("ps_sync", ["--iterations", "6"],
+                              local_args=["--servers", "1", "--token-file", token])
+        self.assertTrained(run, iterations=6)
+
     def test_without_model_argument(self):
         run = self.herd_local("dear", ["--no-model"])
         self.assertTrained(run, rate=False)
