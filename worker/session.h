@@ -295,7 +295,7 @@ class Session {
   std::string staged_id_;                                 // the checkpoint staged last
   DataPosition position_;
   int64_t start_iteration_ = 0;
-  int64_t planned_iterations_ = 0;  // as declared by Attach or DeclareEnd (0: not known)
+  int64_t planned_iterations_ = 0;            // as declared by Attach or DeclareEnd (0: not known)
   std::vector<herd::v1::TensorSpec> layout_;  // as declared by Attach (DeclareEnd repeats it)
   int64_t last_ended_ = -1;                   // the iteration EndIteration ended last
   DataPosition start_position_;
