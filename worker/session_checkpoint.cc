@@ -232,7 +232,7 @@ absl::Status Session::DeclareEnd() {
   // Another worker declared another end: the final checkpoint it started would wait for this
   // worker at a cut this worker never reaches. Abort it (the reason lands in the job's
   // failed_checkpoint), so every worker finishes without one.
-  Log().warn("worker {}: no final checkpoint: {}", rank_, declared.status().message());
+  Log().warn("worker {}: no final checkpoint: {}", rank_, std::string(declared.status().message()));
   HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus status, client_->GetJob(options_.job));
   const auto& pending = status.pending_checkpoint();
   if (!pending.id().empty() && pending.trigger() == "final") {
