@@ -241,9 +241,8 @@ class Session {
   // loop) declares it when it finishes: the iterations it ended, so the final checkpoint's cut
   // is the iteration after its last, as a planned count would have made it. Skipped (no final
   // checkpoint) when the job has no checkpoint directory, no iteration ran in this session or
-  // the last one begun was not ended. Workers that ran different counts: the later declaration
-  // is refused by the scheduler; that worker aborts the pending final checkpoint (so no peer
-  // waits for it) and the job completes without one.
+  // the last one begun was not ended. A worker that ran another count than the one declared
+  // first is refused (FAILED_PRECONDITION naming both).
   absl::Status DeclareEnd();
   // A resumed job: opens the checkpoint it names, reads the iteration and data position
   // (Register); checks the layout and imports the parameters (Attach).

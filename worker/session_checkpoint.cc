@@ -223,25 +223,12 @@ absl::Status Session::DeclareEnd() {
   req.set_node_id(registered_.node_id());
   for (const auto& t : layout_) *req.add_tensors() = t;
   req.set_planned_iterations(end);
-  absl::StatusOr<herd::v1::JobStatus> declared = client_->DeclareModel(req);
-  if (declared.ok()) {
-    planned_iterations_ = end;
-    return absl::OkStatus();
+  // Refused (FAILED_PRECONDITION naming both counts) when another worker declared another
+  // end: the workers did not run the same number of iterations.
+  if (auto declared = client_->DeclareModel(req); !declared.ok()) {
+    return Explain(declared.status());
   }
-  if (!absl::IsFailedPrecondition(declared.status())) return Explain(declared.status());
-  // Another worker declared another end: the final checkpoint it started would wait for this
-  // worker at a cut this worker never reaches. Abort it (the reason lands in the job's
-  // failed_checkpoint), so every worker finishes without one.
-  Log().warn("worker {}: no final checkpoint: {}", rank_, std::string(declared.status().message()));
-  HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus status, client_->GetJob(options_.job));
-  const auto& pending = status.pending_checkpoint();
-  if (!pending.id().empty() && pending.trigger() == "final") {
-    ReportCheckpointFile(pending.id(),
-                         absl::FailedPreconditionError(absl::StrFormat(
-                             "worker %d ended after %d iterations, the job's other workers "
-                             "after %d: every worker must run the same number of steps",
-                             rank_, end, status.planned_iterations())));
-  }
+  planned_iterations_ = end;
   return absl::OkStatus();
 }
 

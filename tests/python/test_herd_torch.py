@@ -277,24 +277,6 @@ class FinalCheckpointTest(HerdTorchTest):
             for a, b in zip(run.params(r), resumed.params(r)):
                 self.assertTrue(torch.equal(a, b), f"rank {r}: the resumed model differs")
 
-    def test_unequal_steps_complete(self):
-        # ps_async lets workers run different counts: rank 1 ends after 6 steps and declares
-        # the end, rank 0 trains on to 12 and is refused; it aborts a final checkpoint still
-        # pending and every worker finishes: the job completes, nobody waits for a cut.
-        d = tempfile.mkdtemp(prefix="herd-py-final-")
-        self.addCleanup(lambda: subprocess.run(["rm", "-rf", d]))
-        state = os.path.join(d, "state")
-        run = self.herd_local("ps_async", ["--iterations", "6", "--rank0-iterations", "12"],
-                              local_args=["--servers", "1", "--state", state,
-                                          "--checkpoint-dir", os.path.join(d, "ck")])
-        self.assertEqual(run.rc, 0, run.out + run.err)
-        self.assertEqual(run.rank(0)["iterations"], 12)
-        self.assertEqual(run.rank(1)["iterations"], 6)
-        with open(os.path.join(state, "logs", "worker-0.log")) as f:
-            log = f.read()
-        self.assertIn("no final checkpoint", log)
-        self.assertIn("every worker must run the same number of iterations", log)
-
     def cli(self, *args):
         p = subprocess.run([HERD, *args], capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)

@@ -68,8 +68,6 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)
     p.add_argument("--iterations", type=int, default=20)
-    p.add_argument("--rank0-iterations", type=int, default=-1,
-                   help="rank 0 runs this many instead (unequal counts: ps_async only)")
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--optimizer", default="momentum")
     p.add_argument("--lr", type=float, default=0.05)
@@ -88,8 +86,6 @@ def main():
 
     herd.init()
     rank, size = herd.rank(), herd.size()
-    if rank == 0 and args.rank0_iterations >= 0:
-        args.iterations = args.rank0_iterations
     seed = int(os.environ.get("HERD_SEED", "1"))
     torch.manual_seed(seed)
     if args.builtin_mlp:
