@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 #include "absl/strings/str_format.h"
 #include "algorithms/collectives/alltoall.h"
@@ -92,6 +93,7 @@ absl::Status RunHerdSweep(transport::Communicator& inner, const SweepSpec& spec,
     HERD_ASSIGN_OR_RETURN(out, Allocate(static_cast<size_t>(p) * block * esize));
   }
 
+  bool first_point = true;
   for (const auto& [op, algo_name] : plan.runs) {
     // alltoall has one algorithm and no dispatcher entry; the others go through run.h.
     coll::Algorithm algo = coll::Algorithm::kPairwise;
@@ -130,6 +132,7 @@ absl::Status RunHerdSweep(transport::Communicator& inner, const SweepSpec& spec,
         progress(absl::StrFormat("%s %s %s: %s %d/%d", BenchOpName(op), algo_name,
                                  FormatByteSize(requested), phase, done, total));
       };
+      hooks.first_in_process = std::exchange(first_point, false);
       HERD_ASSIGN_OR_RETURN(RankReport report, MeasurePoint(spec, requested, hooks));
       report.waited_per_iter = comm.waited_seconds() / IterationsFor(spec, requested);
       auto reports = GatherToRoot(comm, report, Deadline::After(spec.timeout));

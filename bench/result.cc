@@ -82,7 +82,9 @@ absl::StatusOr<BenchResult> ParseResultLine(std::string_view line) {
 
 absl::StatusOr<RankReport> MeasurePoint(const SweepSpec& spec, size_t requested,
                                         const PointHooks& hooks) {
-  const int iters = IterationsFor(spec, requested), warmup = WarmupFor(spec, requested);
+  const int iters = IterationsFor(spec, requested);
+  const int warmup =
+      hooks.first_in_process ? FirstPointWarmupFor(spec, requested) : WarmupFor(spec, requested);
   auto progress = [&](const char* phase, int done, int total) {
     if (hooks.progress) hooks.progress(phase, done, total);
   };

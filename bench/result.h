@@ -90,11 +90,14 @@ struct PointHooks {
   std::function<std::optional<Mismatch>()> verify;  // --check: the first wrong element
   // Told (phase, done, total) after every untimed and timed call (may be empty).
   std::function<void(const char* phase, int done, int total)> progress;
+  // The first point its processes measure: it warms up longer (FirstPointWarmupFor).
+  bool first_in_process = false;
 };
 
 // The measurement every implementation makes of (op, requested size): with --check, inputs
 // from the pattern, a barrier, one call and its verification; WarmupFor untimed calls; a
-// barrier; IterationsFor timed calls. Every rank starts its clock as it leaves the barrier;
+// barrier; IterationsFor timed calls (FirstPointWarmupFor untimed calls for the first point of
+// a process group). Every rank starts its clock as it leaves the barrier;
 // the slowest rank's time is the operation's (Summarise).
 absl::StatusOr<RankReport> MeasurePoint(const SweepSpec& spec, size_t requested,
                                         const PointHooks& hooks);

@@ -24,6 +24,13 @@ int WarmupFor(const SweepSpec& spec, size_t bytes) {
   return std::clamp(IterationsFor(spec, bytes) / 5, 2, 50);
 }
 
+int FirstPointWarmupFor(const SweepSpec& spec, size_t bytes) {
+  if (spec.warmup >= 0) return spec.warmup;
+  constexpr size_t kMaxWarmupBytes = size_t{32} << 20;
+  const size_t calls = std::min<size_t>(2048, kMaxWarmupBytes / std::max<size_t>(bytes, 1));
+  return std::max(WarmupFor(spec, bytes), static_cast<int>(calls));
+}
+
 std::vector<std::string> SweepArgs(const SweepSpec& spec) {
   std::vector<std::string> ops, sizes;
   for (BenchOp op : spec.ops) ops.emplace_back(BenchOpName(op));

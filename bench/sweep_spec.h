@@ -38,6 +38,13 @@ inline size_t ElementCount(size_t bytes, DType dtype) { return bytes / DTypeSize
 // iterations = clamp(1 GiB / bytes, 10, 500); warm-up = clamp(iterations / 5, 2, 50).
 int IterationsFor(const SweepSpec& spec, size_t bytes);
 int WarmupFor(const SweepSpec& spec, size_t bytes);
+// The untimed calls of the first point a group of fresh processes measures: WarmupFor's, and at
+// small sizes up to 2048 (at most 32 MiB moved). A fresh process pays the first touch of every
+// page of its peers' shared-memory FIFOs (UCX maps 1024 16 KiB elements per peer and walks
+// them in turn), and 50 calls of 4 KiB touch a small part of them: whichever algorithm ran
+// first in a process group measured 2-2.5x slower at 4K and 16K than the same algorithm run
+// second (docs/BENCHMARKS.md). An explicit --warmup is taken as given.
+int FirstPointWarmupFor(const SweepSpec& spec, size_t bytes);
 
 // The flags that reproduce `spec` on a child's command line (exact byte sizes, milliseconds).
 std::vector<std::string> SweepArgs(const SweepSpec& spec);

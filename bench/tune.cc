@@ -57,6 +57,14 @@ std::vector<coll::DecisionRule> RulesFromResults(const std::vector<BenchResult>&
       }
       rules.push_back(rule);
     }
+    // Above the largest measured size the table does not extrapolate: the classic algorithm
+    // (bandwidth-optimal) takes over. A 16M pick extended to 256M once ran the reduce-scatter
+    // at half the ring's speed (recursive halving's strided blocks, docs/BENCHMARKS.md).
+    const coll::Algorithm classic = coll::ClassicAlgorithm(op);
+    if (rules.back().algorithm != classic) {
+      rules.back().up_to_bytes = picks.back().first;
+      rules.push_back({op, ranks, dtype_bytes, coll::kUnbounded, classic});
+    }
   }
   return rules;
 }

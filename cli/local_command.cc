@@ -669,7 +669,14 @@ class LocalCommand final : public Command {
           extra.c_str());
       return kExitOk;
     }
-    if (command_.empty()) {
+    if (modes.empty() && job->has_resumed()) {
+      // Resumed from the job's final checkpoint: every planned iteration was already done.
+      std::printf(
+          "job %s: nothing left to train: resumed from %s at iteration %lld, the end of "
+          "the job\n",
+          job_.c_str(), job->resumed().path().c_str(),
+          static_cast<long long>(job->resumed().iteration()));
+    } else if (command_.empty()) {
       std::printf("job %s: %s, %d worker(s), %d epoch(s), %lld iterations: %s\n", job_.c_str(),
                   model_.c_str(), workers_, epochs_, static_cast<long long>(r.iterations()),
                   modes.c_str());

@@ -375,9 +375,11 @@ void Engine::SetLiveWorkers(const std::vector<int>& ranks) {
   }
   for (auto& [key, ks] : keys_) {
     std::lock_guard<std::mutex> lock(ks->mu);
-    ks->cv.notify_all();
+    OnLiveWorkersLocked(*ks, key);
   }
 }
+
+void Engine::OnLiveWorkersLocked(KeyState& ks, KeyId) { ks.cv.notify_all(); }
 
 absl::StatusOr<int> Engine::WriteAll() {
   // Not Usable(): the final write of a clean stop runs after Shutdown(), once no call can

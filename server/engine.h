@@ -104,7 +104,9 @@ class Engine {
 
   // The keys of this shard, in order.
   std::vector<KeyId> Keys() const;
-  // Live workers (from the scheduler's plan); ps_async's bound ignores the others.
+  // Live workers (from the scheduler's plan); ps_async's bound ignores the others, and an
+  // elastic job's ps_sync rounds complete without them (a round that waited only for a worker
+  // that died completes here).
   void SetLiveWorkers(const std::vector<int>& ranks);
   // Writes every key now (checkpoint). Returns the number of keys written.
   absl::StatusOr<int> WriteAll();
@@ -199,6 +201,8 @@ class Engine {
                                   std::unique_lock<std::mutex>& lock, Deadline deadline) = 0;
   // The payload a pull returns, with the key locked.
   virtual std::string PullPayloadLocked(const KeyState& ks) const;
+  // After the live workers changed, with the key locked (default: wake its waiters).
+  virtual void OnLiveWorkersLocked(KeyState& ks, KeyId key);
 
   // Makes `next` the key's state at version + 1: INVALID_ARGUMENT naming `who` (the pushes
   // that made the round) when a value is not finite, UNAVAILABLE when the durability policy

@@ -1,7 +1,9 @@
 #pragma once
 // The three engines behind Engine::Create (engine.h documents their rules).
 
+#include <span>
 #include "common/status.h"
+
 #include "server/engine.h"
 
 namespace herd::server {
@@ -13,6 +15,14 @@ class SyncEngine final : public Engine {
  private:
   absl::Status PushLocked(KeyState& ks, const PushArgs& args, std::unique_lock<std::mutex>& lock,
                           Deadline deadline) override;
+  void OnLiveWorkersLocked(KeyState& ks, KeyId key) override;
+  // Whether the open round is complete once `worker` (-1: nobody new) has pushed it: every
+  // worker pushed, or in an elastic job every live one.
+  bool RoundCompleteWith(const KeyState& ks, int worker) const;
+  // Applies the open round: the mean (or sum) of the accumulated pushes plus `last` (may be
+  // empty) through the optimizer. See PushLocked for what a failed write leaves.
+  absl::Status CompleteRoundLocked(KeyState& ks, KeyId key, int last_worker,
+                                   std::span<const float> last);
 };
 
 class AsyncEngine final : public Engine {

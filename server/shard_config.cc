@@ -103,6 +103,7 @@ absl::StatusOr<ShardConfig> ShardConfigFromJob(const herd::v1::JobSpec& spec,
   c.job = spec.name();
   c.shard = shard;
   c.workers = spec.workers();
+  c.elastic = spec.has_elastic();
   c.durability = durability;
   const std::string& mode = plan.mode().mode().empty() ? spec.mode().mode() : plan.mode().mode();
   const plan::ModeInfo* info = plan::FindMode(mode);

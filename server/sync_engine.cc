@@ -70,9 +70,34 @@ std::string PushersOf(const std::vector<bool>& pushed) {
   return out;
 }
 
+bool SyncEngine::RoundCompleteWith(const KeyState& ks, int worker) const {
+  for (int w = 0; w < config_.workers; ++w) {
+    if (ks.pushed[w] || w == worker) continue;
+    // Elastic: a dead worker's push is not waited for (one it made before it died counts).
+    if (config_.elastic && !LiveWorker(w)) continue;
+    return false;
+  }
+  return ks.pushed_count > 0 || worker >= 0;
+}
+
 absl::Status SyncEngine::PushLocked(KeyState& ks, const PushArgs& args,
                                     std::unique_lock<std::mutex>&, Deadline) {
-  HERD_RETURN_IF_ERROR(CheckRound(config_, ks.version, ks.pushed, args));
+  if (config_.elastic && !LiveWorker(args.worker)) {
+    // Its round would complete without it: a late push must not enter another round.
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "worker %d is not a live worker of job '%s' (the scheduler declared it dead); its push "
+        "for key %s was not applied",
+        args.worker, config_.job, KeyName(args.key)));
+  }
+  if (absl::Status st = CheckRound(config_, ks.version, ks.pushed, args); !st.ok()) {
+    if (absl::IsAlreadyExists(st) && config_.elastic && RoundCompleteWith(ks, -1)) {
+      // A push made again (the client's resume after a lost answer) finds its first one in a
+      // round that, after a death, waits for no one: complete it (a write that failed when
+      // the live workers changed is retried here); the caller then pulls the result.
+      (void)CompleteRoundLocked(ks, args.key, -1, {});
+    }
+    return st;
+  }
   HERD_RETURN_IF_ERROR(CheckFp32Gradient(args, ks.count));
   // One round, one step: its pushes step with the same learning rate (the workers follow the
   // same schedule). A disagreeing push is refused, and the round goes on without it.
@@ -83,23 +108,32 @@ absl::Status SyncEngine::PushLocked(KeyState& ks, const PushArgs& args,
         args.worker, args.round, KeyName(args.key), args.learning_rate, ks.round_learning_rate));
   }
   const auto* grad = reinterpret_cast<const float*>(args.data.data());
-  if (ks.pushed_count + 1 < config_.workers) {
-    if (ks.pushed_count == 0) {
-      ks.refused_round = -1;  // a new try of a refused round
-      ks.round_learning_rate = args.learning_rate;
-    }
+  if (ks.pushed_count == 0) {
+    ks.refused_round = -1;  // a new try of a refused round
+    ks.round_learning_rate = args.learning_rate;
+  }
+  if (!RoundCompleteWith(ks, args.worker)) {
     for (int64_t i = 0; i < ks.count; ++i) ks.accum[i] += grad[i];
     ks.pushed[args.worker] = true;
     ++ks.pushed_count;
     return absl::OkStatus();
   }
-  // The last push of the round: the round is computed beside the key's state, and taken only
-  // when it is finite and written (CommitRoundLocked). Until then this push is not added, so a
-  // failed write can be retried by pushing again.
+  return CompleteRoundLocked(ks, args.key, args.worker,
+                             std::span<const float>(grad, static_cast<size_t>(ks.count)));
+}
+
+absl::Status SyncEngine::CompleteRoundLocked(KeyState& ks, KeyId key, int last_worker,
+                                             std::span<const float> last) {
+  // The round is computed beside the key's state, and taken only when it is finite and
+  // written (CommitRoundLocked). Until then the last push is not added, so a failed write
+  // can be retried by pushing again.
   std::vector<float> mean(ks.accum);
-  for (int64_t i = 0; i < ks.count; ++i) mean[i] += grad[i];
-  if (config_.average && config_.workers > 1) {
-    const float inv = 1.0f / static_cast<float>(config_.workers);
+  for (size_t i = 0; i < last.size(); ++i) mean[i] += last[i];
+  // The mean over the pushes the round took: all M, or in an elastic job after a death the
+  // live workers' (and a dead worker's made before it died).
+  const int pushers = ks.pushed_count + (last_worker >= 0 ? 1 : 0);
+  if (config_.average && pushers > 1) {
+    const float inv = 1.0f / static_cast<float>(pushers);
     for (float& g : mean) g *= inv;
   }
   NextState next;
@@ -107,11 +141,11 @@ absl::Status SyncEngine::PushLocked(KeyState& ks, const PushArgs& args,
   next.slot0 = ks.slot0;
   next.slot1 = ks.slot1;
   optim::OptimizerConfig step = config_.optimizer;
-  if (args.learning_rate > 0) step.learning_rate = args.learning_rate;
+  if (ks.round_learning_rate > 0) step.learning_rate = ks.round_learning_rate;
   ApplyOptimizer(step, *next.params, mean, *next.slot0, *next.slot1, ks.version + 1);
-  std::vector<bool> pushers = ks.pushed;
-  pushers[args.worker] = true;
-  absl::Status st = CommitRoundLocked(ks, args.key, std::move(next), PushersOf(pushers));
+  std::vector<bool> pushers_of = ks.pushed;
+  if (last_worker >= 0) pushers_of[last_worker] = true;
+  absl::Status st = CommitRoundLocked(ks, key, std::move(next), PushersOf(pushers_of));
   if (absl::IsUnavailable(st)) return st;  // not written: the round waits for this push again
   // Taken or refused, the round is over: a refused one (non-finite) is dropped whole and
   // reopened, and whoever waits for it hears why.
@@ -124,6 +158,15 @@ absl::Status SyncEngine::PushLocked(KeyState& ks, const PushArgs& args,
     ks.cv.notify_all();
   }
   return st;
+}
+
+void SyncEngine::OnLiveWorkersLocked(KeyState& ks, KeyId key) {
+  // A round that waited only for workers that died completes now: the survivors blocked in
+  // its pull go on without rerunning anything (their state is the shards').
+  if (config_.elastic && ks.initialized && ks.pushed_count > 0 && RoundCompleteWith(ks, -1)) {
+    (void)CompleteRoundLocked(ks, key, -1, {});
+  }
+  ks.cv.notify_all();
 }
 
 }  // namespace herd::server

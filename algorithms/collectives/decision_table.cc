@@ -18,12 +18,6 @@ constexpr CollectiveOp kOps[] = {CollectiveOp::kAllReduce, CollectiveOp::kReduce
                                  CollectiveOp::kAllGather, CollectiveOp::kBroadcast,
                                  CollectiveOp::kReduce};
 
-// The algorithm an operation runs when no rule names it.
-Algorithm Classic(CollectiveOp op) {
-  return op == CollectiveOp::kBroadcast || op == CollectiveOp::kReduce ? Algorithm::kLinearPipeline
-                                                                       : Algorithm::kRing;
-}
-
 auto GroupKey(const DecisionRule& r) { return std::make_tuple(r.op, r.ranks, r.dtype_bytes); }
 
 // A whole decimal number, nothing else on the field.
@@ -37,6 +31,11 @@ bool ParseNumber(const std::string& s, T* out) {
 size_t Distance(size_t a, size_t b) { return a > b ? a - b : b - a; }
 
 }  // namespace
+
+Algorithm ClassicAlgorithm(CollectiveOp op) {
+  return op == CollectiveOp::kBroadcast || op == CollectiveOp::kReduce ? Algorithm::kLinearPipeline
+                                                                       : Algorithm::kRing;
+}
 
 std::string_view CollectiveOpName(CollectiveOp op) {
   switch (op) {
@@ -195,7 +194,7 @@ Algorithm DecisionTable::Choose(CollectiveOp op, size_t dtype_bytes, size_t byte
       group = &r;
     }
   }
-  if (group == nullptr) return Classic(op);
+  if (group == nullptr) return ClassicAlgorithm(op);
   const auto key = GroupKey(*group);
   const DecisionRule* last = nullptr;
   for (const DecisionRule& r : rules_) {  // sorted: bounds ascending within the group

@@ -38,6 +38,8 @@ std::string_view CollectiveOpName(CollectiveOp op);  // "allreduce", "reduce_sca
 absl::StatusOr<CollectiveOp> ParseCollectiveOp(std::string_view name);
 // The algorithms run.h dispatches for `op` on host memory ("native" and "auto" excluded).
 const std::vector<Algorithm>& HostAlgorithms(CollectiveOp op);
+// The algorithm an operation runs when no rule names it: ring; lp for broadcast and reduce.
+Algorithm ClassicAlgorithm(CollectiveOp op);
 
 struct DecisionRule {
   CollectiveOp op = CollectiveOp::kAllReduce;

@@ -8,57 +8,47 @@ namespace herd::collectives {
 
 const char* DefaultDecisionTableText() {
   return R"(# herd collectives decision table (algorithms/collectives/decision_table.h)
-# Measured 2026-11-27 with `herd bench collectives --tune` (1K..16M at P = 4, median of 3
-# rounds; 1K..4M at P = 2, 3, 8, one round) on the shared 2-core machine at load 17-30.
+# Measured 2026-11-27 13:01-13:12 UTC with `herd bench collectives --tune` (1K..16M, median of
+# 3 rounds, P = 2, 3, 4, 8) on the project's 2-core machine, quiet (load average under 1 before
+# each run; P ranks share its 2 cores). Above 16M (the largest size tuned) the ring.
 # op ranks dtype_bytes up_to_bytes algorithm
-allreduce 2 4 32768 oneshot
-allreduce 2 4 524288 tree
-allreduce 2 4 inf rh
-reduce_scatter 2 4 32768 ring
-reduce_scatter 2 4 2097152 oneshot
+allreduce 2 4 131072 oneshot
+allreduce 2 4 524288 rh
+allreduce 2 4 inf ring
+reduce_scatter 2 4 16777216 oneshot
 reduce_scatter 2 4 inf ring
-allgather 2 4 2048 bruck
-allgather 2 4 8192 rd
-allgather 2 4 32768 ring
-allgather 2 4 524288 rd
-allgather 2 4 2097152 ring
-allgather 2 4 inf oneshot
-allreduce 3 4 8192 rd
-allreduce 3 4 32768 tree
-allreduce 3 4 131072 ring
-allreduce 3 4 524288 lp
-allreduce 3 4 inf rh
-reduce_scatter 3 4 2048 rh
+allgather 2 4 131072 ring
+allgather 2 4 16777216 rd
+allgather 2 4 inf ring
+allreduce 3 4 8192 oneshot
+allreduce 3 4 131072 rd
+allreduce 3 4 524288 ring
+allreduce 3 4 16777216 lp
+allreduce 3 4 inf ring
 reduce_scatter 3 4 8192 oneshot
-reduce_scatter 3 4 32768 rh
-reduce_scatter 3 4 524288 oneshot
-reduce_scatter 3 4 2097152 ring
-reduce_scatter 3 4 inf rh
-allgather 3 4 8192 oneshot
-allgather 3 4 32768 ring
-allgather 3 4 131072 oneshot
-allgather 3 4 524288 ring
+reduce_scatter 3 4 inf ring
 allgather 3 4 2097152 oneshot
+allgather 3 4 16777216 rd
 allgather 3 4 inf ring
-allreduce 4 4 2048 lp
-allreduce 4 4 8192 oneshot
-allreduce 4 4 524288 tree
-allreduce 4 4 inf lp
-reduce_scatter 4 4 8192 rh
-reduce_scatter 4 4 32768 oneshot
+allreduce 4 4 2048 oneshot
+allreduce 4 4 32768 rd
+allreduce 4 4 inf ring
+reduce_scatter 4 4 16777216 rh
 reduce_scatter 4 4 inf ring
-allgather 4 4 2048 bruck
-allgather 4 4 8192 ring
-allgather 4 4 131072 oneshot
+allgather 4 4 2048 oneshot
+allgather 4 4 131072 rd
+allgather 4 4 2097152 oneshot
 allgather 4 4 inf ring
-allreduce 8 4 2097152 tree
-allreduce 8 4 inf lp
-reduce_scatter 8 4 32768 rh
-reduce_scatter 8 4 524288 ring
-reduce_scatter 8 4 2097152 rh
+allreduce 8 4 2048 tree
+allreduce 8 4 8192 rd
+allreduce 8 4 524288 rh
+allreduce 8 4 inf ring
+reduce_scatter 8 4 131072 rh
+reduce_scatter 8 4 524288 oneshot
+reduce_scatter 8 4 16777216 rh
 reduce_scatter 8 4 inf ring
-allgather 8 4 8192 bruck
-allgather 8 4 inf rd
+allgather 8 4 8388608 rd
+allgather 8 4 inf ring
 )";
 }
 

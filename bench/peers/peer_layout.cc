@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <utility>
 
 namespace herd::bench {
 
@@ -45,6 +46,7 @@ void RunPeerSweep(const SweepSpec& spec, const Peer& peer) {
     std::printf("%s\n", ToJsonLine(r).c_str());
     std::fflush(stdout);
   };
+  bool first_point = true;
   for (BenchOp op : spec.ops) {
     for (size_t requested : spec.sizes) {
       const std::string algo = peer.algo(op), dtype(DTypeName(spec.dtype));
@@ -71,6 +73,7 @@ void RunPeerSweep(const SweepSpec& spec, const Peer& peer) {
                                  out.data());
       };
       // The peers' libraries report errors by aborting or throwing, never by a status.
+      hooks.first_in_process = std::exchange(first_point, false);
       const RankReport report = *MeasurePoint(spec, requested, hooks);
       const std::vector<RankReport> all = peer.gather(report);
       print(Summarise(Measurement{peer.impl, op, algo, spec.dtype, count, requested,

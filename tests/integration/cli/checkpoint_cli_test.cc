@@ -187,6 +187,14 @@ TEST(CheckpointCliTrained, TheFinalCheckpointExportsTheTrainedModel) {
       RunShell(absl::StrFormat("/usr/bin/python3 %s %s mlp /usr/share/datasets/fashion-mnist %.4f",
                                script, model, reported));
   EXPECT_EQ(evaluated.rc, 0) << evaluated.out;
+
+  // A resume from the final checkpoint has nothing left to train, and says so.
+  CliResult again =
+      RunHerd({"local", "--workers", "2", "--mode", "allreduce", "--model", "mlp", "--epochs", "1",
+               "--train-samples", "6400", "--resume", root + "/it-00000050"});
+  ASSERT_EQ(again.rc, 0) << again.out;
+  EXPECT_THAT(again.out, HasSubstr("nothing left to train: resumed from"));
+  EXPECT_THAT(again.out, HasSubstr("at iteration 50, the end of the job"));
 }
 
 }  // namespace

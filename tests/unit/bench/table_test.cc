@@ -160,5 +160,14 @@ TEST(IterationsFor, AutomaticCountsFollowTheSize) {
   EXPECT_EQ(WarmupFor(spec, 4096), 0);
 }
 
+TEST(FirstPointWarmupFor, WalksThePeersFifosAtSmallSizesOnly) {
+  SweepSpec spec;
+  EXPECT_EQ(FirstPointWarmupFor(spec, 4096), 2048);
+  EXPECT_EQ(FirstPointWarmupFor(spec, size_t{64} << 10), 512);  // 32 MiB in all
+  EXPECT_EQ(FirstPointWarmupFor(spec, size_t{16} << 20), 12);   // WarmupFor's
+  spec.warmup = 5;
+  EXPECT_EQ(FirstPointWarmupFor(spec, 4096), 5);  // an explicit --warmup as given
+}
+
 }  // namespace
 }  // namespace herd::bench

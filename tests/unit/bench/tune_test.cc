@@ -19,7 +19,7 @@ BenchResult Herd(BenchOp op, const std::string& algo, size_t bytes, double secon
   return MakeResult("herd", op, algo, 4, bytes, bytes, "fp32", 10, seconds);
 }
 
-TEST(Tune, FastestPerSizeBoundsAtTheGeometricMeanLastOneOpenEnded) {
+TEST(Tune, FastestPerSizeBoundsAtTheGeometricMeanClassicAboveTheLargestSize) {
   const std::vector<BenchResult> results = {
       Herd(BenchOp::kAllReduce, "ring", 1024, 3e-5),
       Herd(BenchOp::kAllReduce, "rd", 1024, 1e-5),
@@ -34,7 +34,7 @@ TEST(Tune, FastestPerSizeBoundsAtTheGeometricMeanLastOneOpenEnded) {
       Herd(BenchOp::kAllGather, "bruck", 1024, 1e-5),
   };
   const auto rules = RulesFromResults(results, 4, 4);
-  ASSERT_EQ(rules.size(), 3u);
+  ASSERT_EQ(rules.size(), 4u);
   EXPECT_EQ(rules[0].op, coll::CollectiveOp::kAllReduce);
   EXPECT_EQ(rules[0].algorithm, coll::Algorithm::kRecursiveDoubling);
   EXPECT_EQ(rules[0].up_to_bytes, 8192u);  // sqrt(4096 * 16384)
@@ -42,7 +42,10 @@ TEST(Tune, FastestPerSizeBoundsAtTheGeometricMeanLastOneOpenEnded) {
   EXPECT_EQ(rules[1].up_to_bytes, coll::kUnbounded);
   EXPECT_EQ(rules[2].op, coll::CollectiveOp::kAllGather);
   EXPECT_EQ(rules[2].algorithm, coll::Algorithm::kBruck);
-  EXPECT_EQ(rules[2].up_to_bytes, coll::kUnbounded);
+  // Not extrapolated: above the largest measured size the classic ring takes over.
+  EXPECT_EQ(rules[2].up_to_bytes, 1024u);
+  EXPECT_EQ(rules[3].algorithm, coll::Algorithm::kRing);
+  EXPECT_EQ(rules[3].up_to_bytes, coll::kUnbounded);
 }
 
 TEST(Tune, APickWithinTenPercentOfTheFastestStays) {

@@ -206,5 +206,56 @@ TEST(SyncEngineTest, ShutdownWakesWaitersWithUnavailable) {
   EXPECT_EQ(got.code(), absl::StatusCode::kUnavailable);
 }
 
+// Elastic jobs (docs/elastic.md): a round completes once every live worker pushed it. A round
+// that waited only for a worker that died completes when the shard hears of the death, and a
+// pull blocked on it returns; the mean is over the pushes the round took.
+TEST(SyncEngineTest, ElasticRoundCompletesWithoutTheDeadWorker) {
+  auto config = testing::SmallJob(Mode::kSync, 3);
+  config.elastic = true;
+  auto e = Initialised(config);
+  ASSERT_TRUE(PushOf(*e, 0, kA, 0, {1, 1, 1, 1}).ok());
+  ASSERT_TRUE(PushOf(*e, 1, kA, 0, {3, -1, 0, 2}).ok());
+  absl::StatusOr<Pulled> waited;
+  std::thread puller([&] { waited = e->Pull("j", 0, kA, 1, Later()); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  e->SetLiveWorkers({0, 1});  // worker 2 declared dead
+  puller.join();
+  ASSERT_TRUE(waited.ok()) << waited.status();
+  EXPECT_EQ(waited->version, 1);
+  // mean gradient {2, 0, 0.5, 1.5}, lr 0.5
+  EXPECT_EQ(Floats(waited->data), (std::vector<float>{0, 2, 2.75, 3.25}));
+  // The dead worker's late push is refused and changes nothing.
+  const absl::Status late = PushOf(*e, 2, kA, 1, {100, 100, 100, 100});
+  EXPECT_EQ(late.code(), absl::StatusCode::kFailedPrecondition) << late;
+  EXPECT_NE(late.message().find("not a live worker"), std::string::npos) << late;
+  // The next round takes the two live workers' pushes.
+  ASSERT_TRUE(PushOf(*e, 0, kA, 1, {2, 2, 2, 2}).ok());
+  ASSERT_TRUE(PushOf(*e, 1, kA, 1, {0, 0, 0, 0}).ok());
+  EXPECT_EQ(PullNow(*e, kA, 2), (std::vector<float>{-0.5, 1.5, 2.25, 2.75}));
+}
+
+TEST(SyncEngineTest, ElasticRoundKeepsAPushTheDeadWorkerMadeBeforeItDied) {
+  auto config = testing::SmallJob(Mode::kSync, 3);
+  config.elastic = true;
+  auto e = Initialised(config);
+  ASSERT_TRUE(PushOf(*e, 2, kA, 0, {3, 3, 3, 3}).ok());
+  e->SetLiveWorkers({0, 1});
+  ASSERT_TRUE(PushOf(*e, 0, kA, 0, {0, 0, 0, 0}).ok());
+  EXPECT_EQ(e->Pull("j", 0, kA, 1, Soon()).status().code(), absl::StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(PushOf(*e, 1, kA, 0, {0, -3, 0, 3}).ok());
+  // mean of the three pushes {1, 0, 1, 2}, lr 0.5
+  EXPECT_EQ(PullNow(*e, kA, 1), (std::vector<float>{0.5, 2, 2.5, 3}));
+}
+
+TEST(SyncEngineTest, WithoutAnElasticBlockARoundWaitsForEveryWorker) {
+  auto e = Initialised(testing::SmallJob(Mode::kSync, 3));
+  ASSERT_TRUE(PushOf(*e, 0, kA, 0, {1, 1, 1, 1}).ok());
+  ASSERT_TRUE(PushOf(*e, 1, kA, 0, {1, 1, 1, 1}).ok());
+  e->SetLiveWorkers({0, 1});
+  EXPECT_EQ(e->Pull("j", 0, kA, 1, Soon()).status().code(), absl::StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(PushOf(*e, 2, kA, 0, {1, 1, 1, 1}).ok());
+  EXPECT_EQ(PullNow(*e, kA, 1), (std::vector<float>{0.5, 1.5, 2.5, 3.5}));
+}
+
 }  // namespace
 }  // namespace herd::server
