@@ -595,7 +595,8 @@ def finish(metrics=None):
         if not math.isfinite(v):
             raise ValueError(f"metric '{k}' is {v}; metrics must be finite")
     o = _optimizer
-    iterations = o._iteration if o else 0
+    # This run's steps (a resumed run's result counts what it trained, as the built-in's does).
+    iterations = o._iteration - s.start_iteration if o else 0
     seconds = (o._last_end - o._first_begin) if o and o._last_end else 0.0
     samples = o._total_samples if o else 0
     if o is not None:

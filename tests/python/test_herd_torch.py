@@ -219,6 +219,7 @@ class ResumeTest(HerdTorchTest):
             "--resume", os.path.join(ckpt, "it-00000008")])
         self.assertEqual(resumed.rc, 0, resumed.out + resumed.err)
         self.assertEqual(resumed.rank(0)["start"], 8)
+        self.assertEqual(resumed.summary["iterations"], 12)  # the steps of this run
         # herd.state(): the values the script set before the checkpoint's iteration began.
         self.assertEqual(whole.rank(0)["resumed_state"], {})
         self.assertEqual(resumed.rank(1)["resumed_state"], {"next_iteration": 8, "note": "at 8"})
@@ -269,6 +270,7 @@ class FinalCheckpointTest(HerdTorchTest):
         self.assertEqual(resumed.rc, 0, resumed.out + resumed.err)
         self.assertIsNotNone(resumed.summary, resumed.out)  # COMPLETED (printed only then)
         self.assertEqual(resumed.summary["start_iteration"], 12)
+        self.assertEqual(resumed.summary["iterations"], 0)  # nothing left to train
         for r in range(2):
             self.assertEqual(resumed.rank(r)["start"], 12)
             self.assertEqual(resumed.rank(r)["losses"], [])
