@@ -608,6 +608,10 @@ class LocalCommand final : public Command {
                 "HERD_METRICS_LISTEN=" + MetricsListen(name),
                 "HERD_SEED=" + std::to_string(seed_),
                 "PYTHONUNBUFFERED=1"};
+    // The token every process sends (herd.init() reads the file, as --token-file does).
+    if (!token_file_.empty()) {
+      spec.env.push_back("HERD_TOKEN_FILE=" + fs::absolute(token_file_).string());
+    }
     if (const std::string dir = PythonPackageDir(); !dir.empty()) {
       const char* old = std::getenv("PYTHONPATH");
       spec.env.push_back("PYTHONPATH=" + dir + (old && *old ? ":" + std::string(old) : ""));

@@ -6,7 +6,10 @@
 #     trains in allreduce over UCX, then in ps_sync through the shard, and completes, every
 #     process exiting 0;
 #   - SIGTERM (podman stop, as Kubernetes stops a pod) ends the scheduler cleanly, as PID 1;
-#   - local: `herd local` with a scheduler, a shard and two workers as its children.
+#   - local: `herd local` with a scheduler, a shard and two workers as its children;
+#   - Python: /usr/bin/python3 imports herd.torch (no library of its module missing), and
+#     `herd local -- python3 SCRIPT` trains a user's script (tests/python/train_tiny.py) on two
+#     Python workers to completion.
 #   scripts/check-image.sh [IMAGE]     (default localhost/herd:dev)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -88,6 +91,23 @@ code=$(podman inspect --format '{{.State.ExitCode}}' "$tag-scheduler")
 took=$(( $(date +%s) - start ))
 [ "$code" != 137 ] && [ "$took" -lt 20 ] || fail "the scheduler ignored SIGTERM (exit $code after $took s)"
 ok "SIGTERM: the scheduler exited $code within $took s"
+
+# --- Python: the package herd (herd.torch) for a user's own script --------------------------
+where=$(run --rm --entrypoint /usr/bin/python3 "$image" -c \
+          'import herd.torch, torch; print(herd.torch.__file__, "torch", torch.__version__)') ||
+  fail "/usr/bin/python3 cannot import herd.torch: $where"
+missing=$(run --rm --entrypoint sh "$image" -c \
+            'ldd /usr/lib/python3/dist-packages/herd/_herd*.so | grep -c "not found"' || true)
+[ "$missing" = 0 ] || fail "$missing libraries of herd._herd not found by ldd"
+ok "python3 imports herd.torch: $where"
+mkdir -m 777 "$work/py"
+out=$(run --rm -v "$PWD/tests/python/train_tiny.py:/opt/train_tiny.py:ro" -v "$work/py:/out" \
+        "$image" local --workers 2 --mode allreduce --json -- /usr/bin/python3 \
+        /opt/train_tiny.py --out /out --iterations 10 2>&1) ||
+  fail "herd local -- python3: $(tail -5 <<<"$out")"
+summary=$(grep '^{"job":' <<<"$out") || fail "herd local -- python3 printed no summary: $(tail -5 <<<"$out")"
+[ -s "$work/py/rank-1.json" ] || fail "the Python workers wrote no result"
+ok "local -- python3 train_tiny.py: $summary"
 
 # --- local --------------------------------------------------------------------------------------
 out=$(run --rm "$image" local --workers 2 --servers 1 --mode ps_sync --model mlp --epochs 1 \

@@ -3,7 +3,8 @@
 # `kubectl kustomize deploy/k8s/overlays/local`, converted for one host by
 # scripts/kube-to-podman.py (what it converts and why: its header, docs/container.md), played
 # with `podman kube play` on the host network, loopback only. Then:
-#   1. the job trains; its accuracy is compared with `herd local` given the same JobSpec;
+#   1. the job trains; its accuracy is compared with `herd local` given the same JobSpec; every
+#      pod's metrics port serves Prometheus text;
 #   2. drills while it trains: the scheduler's container killed (SIGKILL) and started again
 #      (the job goes on), a shard's killed and started again (it recovers its acknowledged
 #      rounds from its volume, the job goes on), a worker's stopped with SIGTERM (a checkpoint
@@ -219,6 +220,18 @@ if ! herd_client job status "$job" >/dev/null 2>&1; then
 fi
 wait_for 180 '[ "$state" = JOB_RUNNING ] && [ "$iter" -ge 10 ]'
 say "job $job running, iteration $iter"
+
+# Every pod serves Prometheus text on its declared `metrics` port (HERD_METRICS_LISTEN, moved
+# to the pod's own loopback port by kube-to-podman.py), as a scraper of the annotations finds it.
+while read -r pod original port; do
+  [ "$original" = 9100 ] || continue
+  samples=$($python -c 'import sys, urllib.request
+text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=5).read().decode()
+print(sum(1 for l in text.splitlines() if l.startswith("herd_")))' "$port") ||
+    die "pod $pod serves no metrics on its metrics port ($port)"
+  [ "$samples" -gt 0 ] || die "pod $pod: no herd_ sample at 127.0.0.1:$port/metrics"
+  say "metrics: pod $pod, 127.0.0.1:$port/metrics, $samples herd_ samples"
+done < "$work/ports"
 
 # --- Drill 1: the scheduler's container killed and started again -----------------------------
 read -r _ killed_at _ < <(status)

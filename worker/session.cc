@@ -156,6 +156,7 @@ absl::Status Session::Attach(std::vector<ModelTensor> tensors,
   for (const auto& t : layout) *req.add_tensors() = t;
   req.set_planned_iterations(planned_iterations);
   planned_iterations_ = planned_iterations;
+  layout_ = layout;
   HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus status, client_->DeclareModel(req));
   spec_ = status.spec();
   tensors_ = std::move(tensors);
@@ -439,6 +440,7 @@ absl::Status Session::EndIteration(const StepStats& step) {
   report.set_job(options_.job);
   report.set_node_id(registered_.node_id());
   report.set_iteration(iteration_);
+  last_ended_ = iteration_;
   auto* st = report.mutable_stats();
   st->set_loss(step.loss);
   st->set_iteration_seconds(Seconds(std::chrono::steady_clock::now() - iteration_begin_).count());
@@ -472,6 +474,7 @@ absl::StatusOr<herd::v1::JobStatus> Session::Finish(herd::v1::TrainingResult res
   if (executor_description_.empty() && executor_) executor_description_ = executor_->Describe();
   if (result.executor().empty()) result.set_executor(executor_description_);
   if (result.params_digest().empty()) result.set_params_digest(ParamsDigest());
+  if (planned_iterations_ <= 0) HERD_RETURN_IF_ERROR(DeclareEnd());
   HERD_RETURN_IF_ERROR(TakeFinalCheckpoint());
   if (commits_taken_ > 0) {
     (*result.mutable_metrics())["elastic_commit_ms"] =

@@ -123,7 +123,9 @@ class Session {
   // final: before evaluation, a checkpoint or the end.
   absl::Status Flush();
   // Reports this worker's finished training (after Flush). The job completes when every
-  // worker has finished; the answer is the job's status as of this call.
+  // worker has finished; the answer is the job's status as of this call. In a job with a
+  // checkpoint directory the final checkpoint commits first (TakeFinalCheckpoint); a program
+  // that attached with 0 planned iterations declares its end here (DeclareEnd).
   absl::StatusOr<herd::v1::JobStatus> Finish(herd::v1::TrainingResult result);
   // The optimizer the workers apply locally (the collective modes, ps_ec, the decentralized
   // modes) instead of the job's: a training program that owns its optimizer (the Python front
@@ -240,6 +242,13 @@ class Session {
   // iteration every worker asks for the plan of the iteration after it, whose cut the
   // scheduler makes a checkpoint ("final"), and waits for the commit before finishing.
   absl::Status TakeFinalCheckpoint();
+  // A program that did not know its iteration count at Attach (the Python front end: a script's
+  // loop) declares it when it finishes: the iterations it ended, so the final checkpoint's cut
+  // is the iteration after its last, as a planned count would have made it. Skipped (no final
+  // checkpoint) when the job has no checkpoint directory, no iteration ran in this session or
+  // the last one begun was not ended. A worker that ran another count than the one declared
+  // first is refused (FAILED_PRECONDITION naming both).
+  absl::Status DeclareEnd();
   // A resumed job: opens the checkpoint it names, reads the iteration and data position
   // (Register); checks the layout and imports the parameters (Attach).
   absl::Status OpenResume(const herd::v1::JobStatus& job);
@@ -300,7 +309,9 @@ class Session {
   std::string staged_id_;                                 // the checkpoint staged last
   DataPosition position_;
   int64_t start_iteration_ = 0;
-  int64_t planned_iterations_ = 0;  // as declared by Attach (0: not known)
+  int64_t planned_iterations_ = 0;            // as declared by Attach or DeclareEnd (0: not known)
+  std::vector<herd::v1::TensorSpec> layout_;  // as declared by Attach (DeclareEnd repeats it)
+  int64_t last_ended_ = -1;                   // the iteration EndIteration ended last
   DataPosition start_position_;
   std::map<std::string, std::string> program_values_;          // saved as "program/<key>"
   std::map<std::string, std::string> resumed_program_values_;  // read at OpenResume

@@ -212,6 +212,26 @@ absl::Status Session::SetProgramValue(const std::string& key, std::string value)
   return absl::OkStatus();
 }
 
+absl::Status Session::DeclareEnd() {
+  if (spec_.checkpoint().dir().empty() || executor_ == nullptr || iteration_ < 0 ||
+      last_ended_ != iteration_) {
+    return absl::OkStatus();
+  }
+  const int64_t end = iteration_ + 1;
+  herd::v1::DeclareModelRequest req;
+  req.set_job(options_.job);
+  req.set_node_id(registered_.node_id());
+  for (const auto& t : layout_) *req.add_tensors() = t;
+  req.set_planned_iterations(end);
+  // Refused (FAILED_PRECONDITION naming both counts) when another worker declared another
+  // end: the workers did not run the same number of iterations.
+  if (auto declared = client_->DeclareModel(req); !declared.ok()) {
+    return Explain(declared.status());
+  }
+  planned_iterations_ = end;
+  return absl::OkStatus();
+}
+
 absl::Status Session::TakeFinalCheckpoint() {
   if (spec_.checkpoint().dir().empty() || planned_iterations_ <= 0 || executor_ == nullptr ||
       iteration_ != planned_iterations_ - 1) {

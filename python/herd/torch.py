@@ -55,7 +55,8 @@ def _env(name, default=""):
 def init():
     """Joins the job named by HERD_SCHEDULER and HERD_JOB (set by `herd local`), as one of its
     workers: registers, receives the rank, starts heartbeating. Optional: HERD_NAME (the
-    identity a restarted process takes its slot back with), HERD_RANK, HERD_TOKEN, HERD_TLS=1,
+    identity a restarted process takes its slot back with), HERD_RANK, HERD_TOKEN (or
+    HERD_TOKEN_FILE, a file holding it, as `herd worker --token-file`), HERD_TLS=1,
     HERD_TLS_CA, HERD_TRANSPORT (ucx|nccl), HERD_THREADS (torch's intra-op threads),
     HERD_FUSION_THRESHOLD_KIB, HERD_TUNE_FUSION=1, HERD_TIMELINE (a directory),
     HERD_METRICS_LISTEN (HOST:PORT: serve Prometheus metrics there, docs/metrics.md)."""
@@ -75,7 +76,7 @@ def init():
         "job": job,
         "name": _env("HERD_NAME"),
         "rank": int(_env("HERD_RANK")) if _env("HERD_RANK") else None,
-        "token": _env("HERD_TOKEN"),
+        "token": _token(),
         "tls": _env("HERD_TLS") == "1",
         "tls_ca_file": _env("HERD_TLS_CA"),
         "transport": _env("HERD_TRANSPORT", "ucx"),
@@ -89,6 +90,23 @@ def init():
     }
     _session = _herd.Session(options)
     _install_exit_handlers()
+
+
+def _token():
+    """HERD_TOKEN, else the contents of HERD_TOKEN_FILE (a mounted Secret, as the Kubernetes
+    manifests give every herd process), stripped of whitespace as `--token-file` reads it."""
+    if _env("HERD_TOKEN") or not _env("HERD_TOKEN_FILE"):
+        return _env("HERD_TOKEN")
+    path = _env("HERD_TOKEN_FILE")
+    try:
+        with open(path) as f:
+            token = f.read().strip()
+    except OSError as e:
+        raise RuntimeError(f"herd.init(): cannot read HERD_TOKEN_FILE {path}: {e.strerror}") \
+            from None
+    if not token:
+        raise RuntimeError(f"herd.init(): the token file {path} (HERD_TOKEN_FILE) is empty")
+    return token
 
 
 def _require():
@@ -564,7 +582,10 @@ def broadcast_parameters(params, root_rank=0):
 def finish(metrics=None):
     """Ends this worker's training: every update applied, the result reported to the job, whose
     summary shows `metrics` (name -> number; "test_accuracy" and "loss" fill the summary's
-    fields). The job completes when every worker has finished."""
+    fields). The job completes when every worker has finished. In a job with a checkpoint
+    directory the steps done so far are the job's planned iterations and its final checkpoint
+    (parameters, herd's optimizer state, the values of herd.state() as set now) commits before
+    this returns: a resume from it has nothing left to train (docs/python.md)."""
     global _finished
     s = _require()
     if _finished:
@@ -574,7 +595,8 @@ def finish(metrics=None):
         if not math.isfinite(v):
             raise ValueError(f"metric '{k}' is {v}; metrics must be finite")
     o = _optimizer
-    iterations = o._iteration if o else 0
+    # This run's steps (a resumed run's result counts what it trained, as the built-in's does).
+    iterations = o._iteration - s.start_iteration if o else 0
     seconds = (o._last_end - o._first_begin) if o and o._last_end else 0.0
     samples = o._total_samples if o else 0
     if o is not None:

@@ -179,6 +179,18 @@ class FeaturesTest(HerdTorchTest):
                 history[record["iteration"]] = record["mode"]
         self.assertEqual([history[i] for i in range(24)], modes)
 
+    def test_token_file(self):
+        # herd local --token-file: the scheduler and shard require the token, and the Python
+        # workers send it (HERD_TOKEN_FILE, as the Kubernetes manifests give it).
+        d = tempfile.mkdtemp(prefix="herd-py-token-")
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", d]))
+        token = os.path.join(d, "token")
+        with open(token, "w") as f:
+            f.write("python-worker-token\n")
+        run = self.herd_local("ps_sync", ["--iterations", "6"],
+                              local_args=["--servers", "1", "--token-file", token])
+        self.assertTrained(run, iterations=6)
+
     def test_without_model_argument(self):
         run = self.herd_local("dear", ["--no-model"])
         self.assertTrained(run, rate=False)
@@ -207,6 +219,7 @@ class ResumeTest(HerdTorchTest):
             "--resume", os.path.join(ckpt, "it-00000008")])
         self.assertEqual(resumed.rc, 0, resumed.out + resumed.err)
         self.assertEqual(resumed.rank(0)["start"], 8)
+        self.assertEqual(resumed.summary["iterations"], 12)  # the steps of this run
         # herd.state(): the values the script set before the checkpoint's iteration began.
         self.assertEqual(whole.rank(0)["resumed_state"], {})
         self.assertEqual(resumed.rank(1)["resumed_state"], {"next_iteration": 8, "note": "at 8"})
@@ -214,6 +227,70 @@ class ResumeTest(HerdTorchTest):
         for r in range(2):
             for a, b in zip(whole.params(r), resumed.params(r)):
                 self.assertTrue(torch.equal(a, b), f"rank {r}: the resumed run differs")
+
+
+class FinalCheckpointTest(HerdTorchTest):
+    """A Python job with a checkpoint directory ends, like the built-in workers, with its final
+    checkpoint committed (trigger "final", at the iteration after the script's last), holding
+    what the script registered with herd.state(); `herd checkpoint export` gives the trained
+    model, and a resume from it has nothing left to train and completes."""
+
+    def check_final(self, mode, local_args=()):
+        d = tempfile.mkdtemp(prefix="herd-py-final-")
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", d]))
+        ckpt = os.path.join(d, "ck")
+        run = self.herd_local(mode, ["--iterations", "12"],
+                              local_args=[*local_args, "--checkpoint-dir", ckpt])
+        self.assertTrained(run, iterations=12, identical=mode in SYNCHRONOUS)
+        self.assertEqual(run.summary["checkpoints"], 1, run.summary)
+        self.assertEqual(run.summary["last_checkpoint"], os.path.join(ckpt, "it-00000012"))
+        # The job completed only once the final checkpoint was on disk: no policy, only it.
+        self.assertEqual(sorted(e for e in os.listdir(ckpt) if e.startswith("it-")),
+                         ["it-00000012"])
+        inspect = self.cli("checkpoint", "inspect", os.path.join(ckpt, "it-00000012"), "--json")
+        manifest = json.loads(inspect)
+        self.assertEqual(manifest["trigger"], "final")
+        self.assertEqual(int(manifest["iteration"]), 12)
+        self.assertEqual(manifest["mode"], mode)
+        values = {f["process"]: f["values"] for f in manifest["files"]}
+        self.assertEqual(values["worker-1"]["program/next_iteration"], "12")  # herd.state(...)
+
+        # The exported model is the trained one, by name, bit for bit.
+        model = os.path.join(d, "model.pt")
+        self.cli("checkpoint", "export", ckpt, "--out", model)
+        exported = torch.load(model)
+        names = ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]  # Tiny's, in order
+        self.assertEqual(sorted(exported), sorted(names))
+        for name, trained in zip(names, run.params(0)):
+            self.assertTrue(torch.equal(exported[name], trained), f"{name} differs from rank 0's")
+
+        # Resumed from it: the script starts at its end, trains nothing, and the job completes.
+        resumed = self.herd_local(mode, ["--iterations", "12"],
+                                  local_args=[*local_args, "--resume", ckpt])
+        self.assertEqual(resumed.rc, 0, resumed.out + resumed.err)
+        self.assertIsNotNone(resumed.summary, resumed.out)  # COMPLETED (printed only then)
+        self.assertEqual(resumed.summary["start_iteration"], 12)
+        self.assertEqual(resumed.summary["iterations"], 0)  # nothing left to train
+        for r in range(2):
+            self.assertEqual(resumed.rank(r)["start"], 12)
+            self.assertEqual(resumed.rank(r)["losses"], [])
+            self.assertEqual(resumed.rank(r)["resumed_state"],
+                             {"next_iteration": 12, "note": "done"})
+            for a, b in zip(run.params(r), resumed.params(r)):
+                self.assertTrue(torch.equal(a, b), f"rank {r}: the resumed model differs")
+
+    def cli(self, *args):
+        p = subprocess.run([HERD, *args], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        return p.stdout
+
+    def test_dear(self):
+        # DeAR defers its last updates: the checkpoint holds them (it flushes at the cut).
+        self.check_final("dear")
+
+    def test_ps_sync(self):
+        # The shards take part in the final cut too.
+        self.check_final("ps_sync", ["--servers", "1"])
 
 
 class BuiltinMatchTest(HerdTorchTest):

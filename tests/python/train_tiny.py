@@ -139,10 +139,13 @@ def main():
             scheduler.step()
         losses.append(total / args.accumulate)
         modes.append(herd.mode())
+    # What the final checkpoint (a job with a checkpoint directory) holds: the loop is over.
+    herd.state(next_iteration=args.iterations, note="done")
 
-    herd.finish(metrics={"loss": losses[-1], "first_loss": losses[0],
-                         "rank_sum": float(herd.allreduce(torch.tensor([float(rank)]),
-                                                          average=False)[0])})
+    metrics = {"rank_sum": float(herd.allreduce(torch.tensor([float(rank)]), average=False)[0])}
+    if losses:  # a run resumed from the final checkpoint has nothing left to train
+        metrics.update(loss=losses[-1], first_loss=losses[0])
+    herd.finish(metrics=metrics)
     torch.save([t.detach().clone() for t in model.parameters()],
                os.path.join(args.out, f"rank-{rank}.pt"))
     with open(os.path.join(args.out, f"rank-{rank}.json"), "w") as f:

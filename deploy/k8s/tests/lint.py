@@ -27,6 +27,9 @@ JOBSPEC_KEY = "job.yaml"
 CONFIG_ERROR_EXIT = 2                            # cli/command.h: kExitUsage
 JOB_ENDED_EXIT = 3                               # cli/command.h: kExitJobEnded
 HERD_NON_FLAG_ENV = {"HERD_LOG_LEVEL"}              # read by common/logging.cc, not a flag
+SCRAPE_ANNOTATION = "prometheus.io/scrape"
+SCRAPE_PORT_ANNOTATION = "prometheus.io/port"
+METRICS_PORT_NAME = "metrics"
 VAR_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 # What a field reference of the Downward API gives a pod, for --check-args offline.
 FIELD_PLACEHOLDERS = {
@@ -103,6 +106,7 @@ class Lint:
         self.check_references()
         self.check_variables()
         self.check_ports_and_probes()
+        self.check_metrics()
         spec = self.check_jobspec()
         if spec is not None:
             self.check_against_jobspec(spec)
@@ -240,6 +244,52 @@ class Lint:
                                for p in declared):
                         self.problem(f"Service {name_of(svc)}: targetPort {target} is no port "
                                      f"of {where(w)}")
+
+    # --- metrics ---------------------------------------------------------------------------
+    def check_metrics(self):
+        """A pod annotated for scraping: the annotated port is a declared containerPort (named
+        `metrics`), a herd container serves --metrics-listen on exactly that port, and the
+        NetworkPolicy that covers the pod admits it. Any one of them off and Prometheus finds
+        nothing, which a cluster shows only as an empty dashboard."""
+        for w in self.workloads:
+            notes = w["spec"]["template"].get("metadata", {}).get("annotations", {}) or {}
+            if str(notes.get(SCRAPE_ANNOTATION, "")).lower() != "true":
+                continue
+            containers = all_containers(pod_spec(w))
+            text = str(notes.get(SCRAPE_PORT_ANNOTATION, ""))
+            if not text.isdigit():
+                self.problem(f"{where(w)}: annotated for scraping without a numeric "
+                             f"{SCRAPE_PORT_ANNOTATION} ({text or 'none'})")
+                continue
+            scraped = int(text)
+            declared = {p["containerPort"]: p.get("name") for c in containers
+                        for p in c.get("ports", []) or []}
+            if scraped not in declared:
+                self.problem(f"{where(w)}: {SCRAPE_PORT_ANNOTATION} {scraped} is not a "
+                             f"containerPort ({sorted(declared)})")
+            elif declared[scraped] != METRICS_PORT_NAME:
+                self.problem(f"{where(w)}: the scraped port {scraped} is not the containerPort "
+                             f"named {METRICS_PORT_NAME} (it is named {declared[scraped]})")
+            served = []
+            for c in containers:
+                listen = flag_value(c, resolved_env(c, w), "metrics-listen")
+                if listen:
+                    served.append(port_of(listen))
+                    if port_of(listen) != scraped:
+                        self.problem(f"{where(w)} container {c['name']}: its --metrics-listen "
+                                     f"port {port_of(listen)} is not the scraped port {scraped}")
+            if not served:
+                self.problem(f"{where(w)}: annotated to be scraped on port {scraped}, but no "
+                             f"container serves metrics (--metrics-listen or "
+                             f"HERD_METRICS_LISTEN)")
+            for np in self.by_kind.get("NetworkPolicy", {}).values():
+                if not selects(np["spec"].get("podSelector", {}), pod_labels(w)):
+                    continue
+                ports = [p.get("port") for rule in np["spec"].get("ingress", []) or []
+                         for p in rule.get("ports", []) or []]
+                if scraped not in ports and declared.get(scraped) not in ports:
+                    self.problem(f"NetworkPolicy {name_of(np)} admits no scrape of port "
+                                 f"{scraped} of {where(w)}: Prometheus would be dropped")
 
     # --- the JobSpec -------------------------------------------------------------------
     def jobspec_configmap(self):
