@@ -43,7 +43,9 @@ class SchedulerCommand : public Command {
                    "Write the bound port to this file once serving (for scripts and tests)");
     app.add_flag("--accept-data-loss", accept_data_loss_,
                  "Open a --state whose write-ahead log is damaged at its last consistent point "
-                 "(acknowledged changes after the damage are lost) instead of refusing it");
+                 "(acknowledged changes after the damage are lost) instead of refusing it, and "
+                 "serve a state that a job's process proves went back in time instead of "
+                 "refusing it");
   }
 
   int Validate() override {

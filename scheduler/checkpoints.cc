@@ -147,6 +147,7 @@ absl::Status SchedulerCore::StartCheckpoint(Job& job, JobStatus& next, int64_t c
 absl::StatusOr<CheckpointRecord> SchedulerCore::RequestCheckpoint(
     const herd::v1::RequestCheckpointRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!refusal_.ok()) return refusal_;
   HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(req.job(), "checkpoint the job"));
   const JobStatus& s = job->status;
   if (s.state() != herd::v1::JOB_RUNNING) {
@@ -197,7 +198,15 @@ absl::StatusOr<CheckpointRecord> SchedulerCore::RequestCheckpoint(
 
 absl::StatusOr<herd::v1::ReportCheckpointResponse> SchedulerCore::ReportCheckpoint(
     const herd::v1::ReportCheckpointRequest& req) {
+  HERD_ASSIGN_OR_RETURN(herd::v1::ReportCheckpointResponse resp, TakeCheckpointReport(req));
+  resp.set_state_seq(StateSeq());  // covers the commit's record when this report committed
+  return resp;
+}
+
+absl::StatusOr<herd::v1::ReportCheckpointResponse> SchedulerCore::TakeCheckpointReport(
+    const herd::v1::ReportCheckpointRequest& req) {
   std::unique_lock<std::mutex> lock(mu_);
+  if (!refusal_.ok()) return refusal_;
   HERD_ASSIGN_OR_RETURN(Job * job, FindJob(req.job()));
   auto it = nodes_.find(req.node_id());
   if (req.node_id() == 0 || it == nodes_.end() || it->second.job != req.job()) {
@@ -326,7 +335,7 @@ absl::StatusOr<herd::v1::ReportCheckpointResponse> SchedulerCore::ReportCheckpoi
 
 void SchedulerCore::ExpireCheckpoints() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (shutdown_) return;
+  if (shutdown_ || !refusal_.ok()) return;
   const int64_t now = NowUnixMs();
   for (auto& [name, job] : jobs_) {
     const CheckpointRecord& c = job.status.pending_checkpoint();

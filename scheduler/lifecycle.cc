@@ -128,6 +128,7 @@ absl::Status SchedulerCore::CommitEnding(Job& job, JobStatus next) {
 absl::StatusOr<JobStatus> SchedulerCore::CancelJob(std::string_view name, std::string_view reason) {
   HERD_RETURN_IF_ERROR(CheckText("the cancel reason", reason, kMaxReasonBytes, true));
   std::lock_guard<std::mutex> lock(mu_);
+  if (!refusal_.ok()) return refusal_;
   HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(name, "cancel the job"));
   JobStatus next = job->status;
   next.set_cancel_reason(reason.empty() ? std::string("cancelled by the operator")
@@ -139,6 +140,7 @@ absl::StatusOr<JobStatus> SchedulerCore::CancelJob(std::string_view name, std::s
 
 absl::StatusOr<JobStatus> SchedulerCore::DeclareModel(const herd::v1::DeclareModelRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!refusal_.ok()) return refusal_;
   HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(req.job(), "declare the model"));
   NodeRef ref;
   HERD_ASSIGN_OR_RETURN(herd::v1::Member * me,
@@ -200,6 +202,7 @@ absl::StatusOr<JobStatus> SchedulerCore::DeclareModel(const herd::v1::DeclareMod
 absl::StatusOr<JobStatus> SchedulerCore::FinishWorker(const herd::v1::FinishWorkerRequest& req) {
   HERD_RETURN_IF_ERROR(ValidateResult(req.result()));
   std::lock_guard<std::mutex> lock(mu_);
+  if (!refusal_.ok()) return refusal_;
   HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(req.job(), "finish"));
   NodeRef ref;
   HERD_ASSIGN_OR_RETURN(herd::v1::Member * me, FindLiveMember(*job, req.node_id(), "finish", &ref));
@@ -246,6 +249,7 @@ absl::StatusOr<JobStatus> SchedulerCore::FinishWorker(const herd::v1::FinishWork
 
 absl::StatusOr<JobStatus> SchedulerCore::FailJob(const herd::v1::FailJobRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!refusal_.ok()) return refusal_;
   HERD_ASSIGN_OR_RETURN(Job * job, FindJob(req.job()));
   auto it = nodes_.find(req.node_id());
   if (req.node_id() == 0 || it == nodes_.end() || it->second.job != req.job()) {
@@ -276,6 +280,7 @@ absl::StatusOr<JobStatus> SchedulerCore::FailJob(const herd::v1::FailJobRequest&
 
 absl::Status SchedulerCore::DeleteJob(std::string_view name) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!refusal_.ok()) return refusal_;
   HERD_ASSIGN_OR_RETURN(Job * job, FindJob(name));
   if (!IsTerminal(job->status.state())) {
     return absl::FailedPreconditionError(absl::StrFormat(

@@ -71,6 +71,9 @@ absl::StatusOr<herd::v1::RegisterNodeResponse> SchedulerCore::RegisterNode(
   }
   const std::string_view role = RoleName(req.role());
   std::lock_guard<std::mutex> lock(mu_);
+  HERD_RETURN_IF_ERROR(HearWitness(
+      req.seen_state_seq(), req.job(), 0,
+      absl::StrFormat("%s '%s' registering in job '%s'", role, req.name(), Echo(req.job()))));
   HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(req.job(), "register"));
   const bool worker = req.role() == herd::v1::ROLE_WORKER;
   const auto& slots = worker ? job->status.workers() : job->status.servers();
@@ -194,6 +197,7 @@ absl::StatusOr<herd::v1::RegisterNodeResponse> SchedulerCore::RegisterNode(
   resp.set_heartbeat_interval_ms(std::max<int64_t>(options_.heartbeat_timeout.count() / 3, 1));
   resp.set_job_state(job->status.state());
   resp.set_joins_running_job(joins);
+  resp.set_state_seq(db_->sequence().current());
   return resp;
 }
 
@@ -201,10 +205,12 @@ absl::StatusOr<herd::v1::HeartbeatResponse> SchedulerCore::Heartbeat(
     const herd::v1::HeartbeatRequest& req) {
   metrics::SchedulerMetrics::Get().heartbeats().Increment();
   std::lock_guard<std::mutex> lock(mu_);
+  HERD_RETURN_IF_ERROR(HearWitness(req.seen_state_seq(), req.job(), req.node_id()));
   HERD_ASSIGN_OR_RETURN(Job * job, FindJob(req.job()));
   herd::v1::HeartbeatResponse resp;
   resp.set_epoch(job->status.epoch());
   resp.set_job_state(job->status.state());
+  resp.set_state_seq(db_->sequence().current());
   NodeRef ref;
   if (IsTerminal(job->status.state())) {
     // A node of a job that ended hears it here and exits; it is not an error to ask.
@@ -247,7 +253,8 @@ void SchedulerCore::RecordDurableVersion(Job& job, int slot,
 
 void SchedulerCore::DetectFailures() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (shutdown_) return;
+  // A refused state changes no more: no death is recorded.
+  if (shutdown_ || !refusal_.ok()) return;
   // While the state cannot be written no death can be recorded: nodes stay alive until it can
   // (Writable() retries the disk at most once a second, and logs the failure once).
   if (!db_->Writable().ok()) return;

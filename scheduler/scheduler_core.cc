@@ -23,6 +23,10 @@ using herd::v1::JobStatus;
 
 namespace {
 
+// With --accept-data-loss, new node ids start this far past the recovered counter: more
+// registrations than this between the last write kept and the loss are not plausible.
+constexpr uint64_t kNodeIdsSkippedOnDataLoss = uint64_t{1} << 20;
+
 // ": <why>" for a job that ended with a reason, "" otherwise.
 std::string EndReasonSuffix(const JobStatus& s) {
   if (s.state() == herd::v1::JOB_CANCELLED && !s.cancel_reason().empty()) {
@@ -92,6 +96,7 @@ absl::StatusOr<std::unique_ptr<SchedulerCore>> SchedulerCore::Open(SchedulerOpti
 absl::Status SchedulerCore::Load() {
   HERD_ASSIGN_OR_RETURN(StateDb::Contents contents, db_->Load());
   std::lock_guard<std::mutex> lock(mu_);
+  HERD_RETURN_IF_ERROR(CheckRecordedLoss(contents.lost));
   // A record the scheduler cannot serve is set aside with a log line; it never stops a start.
   auto set_aside = [&](const std::string& key, std::string_view why) {
     Log().error("scheduler: {} in {}; set aside as 'bad/{}', the other jobs are served",
@@ -146,6 +151,11 @@ absl::Status SchedulerCore::Load() {
   }
   // The stored counter, unless it is missing, damaged or behind a member (then recomputed).
   next_node_id_ = std::max(contents.next_node_id, next_node_id);
+  if (options_.accept_data_loss) {
+    // Registrations may be among the lost writes, and their processes may still run with the
+    // ids they got: new ids skip far past them, so none is handed out twice.
+    next_node_id_ += kNodeIdsSkippedOnDataLoss;
+  }
   if (!jobs_.empty()) {
     Log().info("scheduler: resumed {} job(s) from {}", jobs_.size(), options_.state_dir);
   }
@@ -304,6 +314,7 @@ absl::StatusOr<JobStatus> SchedulerCore::SubmitJob(const herd::v1::JobSpec& in) 
   *resume.mutable_spec() = spec;
   HERD_RETURN_IF_ERROR(ResolveResume(resume));
   std::lock_guard<std::mutex> lock(mu_);
+  if (!refusal_.ok()) return refusal_;
   if (auto it = jobs_.find(spec.name()); it != jobs_.end()) {
     return absl::AlreadyExistsError(
         absl::StrFormat("job '%s' already exists (state %s); choose another name", spec.name(),
@@ -361,6 +372,7 @@ absl::StatusOr<JobStatus> SchedulerCore::SubmitJob(const herd::v1::JobSpec& in) 
 
 absl::StatusOr<JobStatus> SchedulerCore::GetJob(std::string_view name) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!refusal_.ok()) return refusal_;
   HERD_ASSIGN_OR_RETURN(Job * job, FindJob(name));
   return job->status;
 }
@@ -392,6 +404,7 @@ SchedulerCore::JobPage SchedulerCore::ListJobs(std::string_view after, size_t ma
 
 absl::StatusOr<JobStatus> SchedulerCore::SetMode(const herd::v1::SetModeRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!refusal_.ok()) return refusal_;
   HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(req.job(), "switch the mode"));
   HERD_ASSIGN_OR_RETURN(herd::v1::ModeSpec mode, NormalizeMode(req.mode(), job->status.spec()));
   // A switch takes effect at an iteration boundary no worker has crossed yet: every worker

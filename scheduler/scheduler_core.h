@@ -11,11 +11,14 @@
 // INVALID_ARGUMENT (malformed), NOT_FOUND (unknown job or node), ALREADY_EXISTS (duplicate
 // name), FAILED_PRECONDITION (stale epoch, iteration from the past, dead node, cancelled
 // job, a mode the job cannot run), DEADLINE_EXCEEDED (a wait ran out), ABORTED (the epoch changed
-// during a barrier), UNAVAILABLE (the scheduler is shutting down).
+// during a barrier), UNAVAILABLE (the scheduler is shutting down), DATA_LOSS (a process proved
+// that the recovered state lacks changes the scheduler acknowledged: from then on every call
+// answers it, see witness.cc).
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -41,7 +44,9 @@ struct SchedulerOptions {
   std::string state_dir;
   // A node whose last heartbeat is older than this is declared dead.
   std::chrono::milliseconds heartbeat_timeout{10000};
-  // Open a damaged state at its last consistent point instead of refusing it with DATA_LOSS.
+  // Open a damaged state at its last consistent point instead of refusing it with DATA_LOSS,
+  // and serve a state that a process proves went back in time (witness.cc) instead of
+  // refusing it.
   bool accept_data_loss = false;
   // Below the state's owner-only layer: the local disk when null (tests: a FaultFileSystem).
   std::shared_ptr<rocksdb::FileSystem> file_system;
@@ -125,6 +130,17 @@ class SchedulerCore {
 
   std::chrono::milliseconds heartbeat_timeout() const { return options_.heartbeat_timeout; }
 
+  // The state's witnesses (witness.cc). OK while the scheduler serves; DATA_LOSS once a
+  // process proved that the state recovered at start lacks writes the scheduler had
+  // acknowledged (scheduler/state_sequence.h). From then on every call answers that error,
+  // nothing changes (no write, no death declared), and later starts refuse the state too until
+  // one is given --accept-data-loss.
+  absl::Status Refusal();
+  // `fn` runs once, when the scheduler starts refusing (the gRPC edge reports NOT_SERVING).
+  void OnRefusal(std::function<void()> fn);
+  // The number of the state's newest write: answers carry it as state_seq.
+  uint64_t StateSeq();
+
  private:
   // Where a node sits: its job, role and slot.
   struct NodeRef {
@@ -189,8 +205,19 @@ class SchedulerCore {
   // Moves the pending checkpoint of `next` to failed_checkpoint with `why` (a preempted job
   // still ends).
   static void AbortCheckpoint(herd::v1::JobStatus& next, std::string why);
+  // ReportCheckpoint without the answer's state_seq.
+  absl::StatusOr<herd::v1::ReportCheckpointResponse> TakeCheckpointReport(
+      const herd::v1::ReportCheckpointRequest& req);
   // Resolves JobSpec.resume_from into `status` (outside the lock: it reads the directory).
   static absl::Status ResolveResume(herd::v1::JobStatus& status);
+
+  // Checks `seen`, the highest state sequence number the caller (`who`, or node `node_id` of
+  // `job`) heard from this scheduler, against the recovered state: DATA_LOSS when the state
+  // lacks it, unless options_.accept_data_loss (then logged). Also answers an earlier refusal.
+  absl::Status HearWitness(uint64_t seen, std::string_view job, uint64_t node_id,
+                           std::string who = "") ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // At start: a refusal recorded by an earlier start (StateDb::Contents::lost).
+  absl::Status CheckRecordedLoss(const std::string& lost) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Waits on changed_ until notified or the deadline, in slices of at most a second (an
   // infinite deadline must not overflow the clock arithmetic of wait_until).
@@ -204,6 +231,11 @@ class SchedulerCore {
   std::mutex mu_;
   std::condition_variable changed_;  // any epoch, barrier or store change
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+  // Not OK once the scheduler refuses its state (HearWitness).
+  absl::Status refusal_ ABSL_GUARDED_BY(mu_);
+  // --accept-data-loss: the highest lost number a witness brought (logged once each).
+  uint64_t accepted_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  std::function<void()> on_refusal_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Job, std::less<>> jobs_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, NodeRef> nodes_ ABSL_GUARDED_BY(mu_);
   // Node ids whose slot a replacement took, with who took it: such a node is told it was

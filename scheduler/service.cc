@@ -58,6 +58,7 @@ class SchedulerService final : public herd::v1::Scheduler::Service {
   grpc::Status ListJobs(ServerContext* ctx, const herd::v1::ListJobsRequest* req,
                         herd::v1::ListJobsResponse* resp) override {
     if (auto st = Authenticate(ctx); !st.ok()) return st;
+    if (auto st = core_->Refusal(); !st.ok()) return ToGrpc(st);
     auto page = core_->ListJobs(req->page_token(), limits::kMaxListPageBytes);
     for (auto& job : page.jobs) *resp->add_jobs() = std::move(job);
     resp->set_next_page_token(std::move(page.next_page_token));
@@ -187,6 +188,10 @@ class GrpcSchedulerServer final : public SchedulerServer {
           "cannot listen on %s (address in use, or not host:port?)", options.listen));
     }
     server_->GetHealthCheckService()->SetServingStatus(true);
+    // A scheduler that refuses its state (DATA_LOSS to every call) is not serving: probes and
+    // load balancers see it.
+    core_->OnRefusal(
+        [health = server_->GetHealthCheckService()] { health->SetServingStatus(false); });
     Log().info("scheduler: serving herd.v1.Scheduler on {} (port {}, {}{})", options.listen, port_,
                options.tls_cert_file.empty() ? "plaintext" : "TLS",
                options.token.empty() ? "" : ", bearer token required");
@@ -197,7 +202,8 @@ class GrpcSchedulerServer final : public SchedulerServer {
 
   void Shutdown() override {
     if (server_ == nullptr) return;
-    core_->Shutdown();  // blocked calls return UNAVAILABLE at once
+    core_->OnRefusal(nullptr);  // waits for a callback running now: the server goes next
+    core_->Shutdown();          // blocked calls return UNAVAILABLE at once
     server_->GetHealthCheckService()->SetServingStatus(false);
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
     server_->Wait();

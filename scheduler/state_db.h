@@ -3,6 +3,10 @@
 //   job/<name>        -> herd.v1.JobStatus (spec, membership, epoch, mode schedule, progress)
 //   kv/<job>/<key>    -> a bootstrap-store value of the job
 //   meta/next_node_id -> the next node id to hand out (decimal)
+//   meta/state_seq    -> the number of the newest write (decimal; state_sequence.h): every
+//                        write batch stores it
+//   meta/lost         -> set when a process proved that acknowledged writes are missing: why
+//                        (the refusal stands across restarts until --accept-data-loss)
 // Writes go through the write-ahead log, so a scheduler killed with SIGKILL loses nothing it
 // acknowledged; `sync` writes also survive a machine crash. Opening, damage and disk faults
 // follow storage/database.h: a damaged log is DATA_LOSS at open, a failed write UNAVAILABLE
@@ -17,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "herd/v1/scheduler.pb.h"
+#include "scheduler/state_sequence.h"
 #include "storage/database.h"
 
 namespace herd::scheduler {
@@ -43,6 +48,8 @@ class StateDb {
     // Job records that do not parse: key -> why. They never stop a load; the caller sets them
     // aside (SetAside) and says so.
     std::map<std::string, std::string> unreadable;
+    // meta/lost: why an earlier start refused this state ("" when it did not).
+    std::string lost;
   };
   // Reads everything. Only a failure to read the database itself is an error.
   absl::StatusOr<Contents> Load();
@@ -61,10 +68,30 @@ class StateDb {
   // OK when writes work (see storage::Database::Writable).
   absl::Status Writable() { return db_->Writable(); }
 
+  // The state sequence: what the open recovered, the newest write's number (every write
+  // advances it; answers carry current()).
+  const StateSequence& sequence() const { return sequence_; }
+  // Records (synced) why this state is refused: a later start refuses it too, until the
+  // operator accepts the loss. ClearLost removes it.
+  absl::Status MarkLost(std::string_view why);
+  absl::Status ClearLost();
+  // Every later write fails with `why` and changes nothing (the scheduler refuses to go on).
+  void Fence(absl::Status why) { fence_ = std::move(why); }
+  const std::string& dir() const { return dir_; }
+  // The write-ahead logs the open replayed ("DIR/000004.log" or "none").
+  const std::string& replayed_logs() const { return db_->replayed_logs(); }
+
  private:
-  explicit StateDb(std::unique_ptr<storage::Database> db);
+  StateDb(std::unique_ptr<storage::Database> db, uint64_t recovered_seq);
+  // Writes the batch `fill` builds with the next state sequence number in it; the sequence
+  // advances only when the batch was written.
+  absl::Status Write(std::string_view what, bool sync,
+                     absl::FunctionRef<void(rocksdb::WriteBatch&)> fill);
+
   std::unique_ptr<storage::Database> db_;
   std::string dir_;
+  StateSequence sequence_;
+  absl::Status fence_;
 };
 
 }  // namespace herd::scheduler

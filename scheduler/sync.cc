@@ -34,6 +34,7 @@ absl::Status ShuttingDown(std::string_view action) {
 
 absl::StatusOr<herd::v1::Plan> SchedulerCore::GetPlan(const herd::v1::GetPlanRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
+  HERD_RETURN_IF_ERROR(HearWitness(req.seen_state_seq(), req.job(), req.node_id()));
   if (req.iteration() < 0) {
     return absl::InvalidArgumentError(
         absl::StrFormat("iteration must be >= 0, got %d", req.iteration()));
@@ -84,6 +85,7 @@ absl::StatusOr<std::optional<herd::v1::Plan>> SchedulerCore::WaitForEpoch(std::s
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     if (shutdown_) return ShuttingDown("watch the plan");
+    if (!refusal_.ok()) return refusal_;
     // Looked up again after every wait: the job may have been deleted meanwhile.
     HERD_ASSIGN_OR_RETURN(Job * job, FindJob(name));
     const auto& s = job->status;
@@ -96,6 +98,7 @@ absl::StatusOr<std::optional<herd::v1::Plan>> SchedulerCore::WaitForEpoch(std::s
 absl::StatusOr<herd::v1::BarrierResponse> SchedulerCore::Barrier(
     const herd::v1::BarrierRequest& req, Deadline deadline) {
   std::unique_lock<std::mutex> lock(mu_);
+  if (!refusal_.ok()) return refusal_;
   HERD_RETURN_IF_ERROR(CheckText("the barrier name", req.name(), kMaxKeyBytes));
   HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(req.job(), "enter a barrier"));
   NodeRef ref;
@@ -131,6 +134,7 @@ absl::StatusOr<herd::v1::BarrierResponse> SchedulerCore::Barrier(
   while (true) {
     WaitChanged(lock, deadline);
     if (shutdown_) return ShuttingDown("wait at a barrier");
+    if (!refusal_.ok()) return refusal_;
     // Looked up again after every wait: a job that ended may have been deleted meanwhile.
     HERD_ASSIGN_OR_RETURN(job, FindJob(req.job()));
     if (IsTerminal(job->status.state())) {
@@ -168,6 +172,7 @@ absl::StatusOr<herd::v1::BarrierResponse> SchedulerCore::Barrier(
 absl::StatusOr<herd::v1::ReportIterationResponse> SchedulerCore::ReportIteration(
     const herd::v1::ReportIterationRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
+  HERD_RETURN_IF_ERROR(HearWitness(req.seen_state_seq(), req.job(), req.node_id()));
   HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(req.job(), "report an iteration"));
   NodeRef ref;
   HERD_ASSIGN_OR_RETURN(herd::v1::Member * me,
@@ -209,6 +214,7 @@ absl::StatusOr<herd::v1::ReportIterationResponse> SchedulerCore::ReportIteration
   herd::v1::ReportIterationResponse resp;
   resp.set_epoch(job->status.epoch());
   resp.set_completed_iteration(job->status.completed_iteration());
+  resp.set_state_seq(db_->sequence().current());
   return resp;
 }
 
@@ -221,6 +227,7 @@ absl::Status SchedulerCore::StoreSet(std::string_view name, std::string_view key
                         value.size(), limits::kMaxStoreValueBytes));
   }
   std::lock_guard<std::mutex> lock(mu_);
+  if (!refusal_.ok()) return refusal_;
   HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(name, "set a store key"));
   if (job->kv.contains(std::string(key))) {
     return absl::AlreadyExistsError(
@@ -255,6 +262,7 @@ absl::StatusOr<std::string> SchedulerCore::StoreGet(std::string_view name, std::
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     if (shutdown_) return ShuttingDown("read a store key");
+    if (!refusal_.ok()) return refusal_;
     HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(name, "read a store key"));
     if (auto it = job->kv.find(std::string(key)); it != job->kv.end()) return it->second;
     if (deadline.expired()) {

@@ -178,6 +178,15 @@ class ShardProcess {
                                     OnPlan(plan);
                                     return watching_.load();
                                   });
+      if (absl::IsDataLoss(st)) {
+        // The scheduler refuses its state (it went back in time): no plan can be trusted, and
+        // the refusal stands until an operator acts. The shard ends with it; its own state
+        // is untouched.
+        Log().error("server: {}", st.ToString());
+        std::lock_guard<std::mutex> lock(mu_);
+        outcome_ = st;
+        return;
+      }
       if (!st.ok() && watching_.load()) {
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
       }

@@ -37,6 +37,8 @@ void TopKEncode(std::span<const float> in, double density, uint8_t* out) {
     std::nth_element(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k), idx.end(), larger);
     std::sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(k));
   }
+  // An empty tensor keeps nothing; memcpy must not see the empty vector's null data().
+  if (k == 0) return;
   std::memcpy(out, idx.data(), k * sizeof(uint32_t));
   float* values = reinterpret_cast<float*>(out + k * sizeof(uint32_t));
   for (size_t j = 0; j < k; ++j) {
@@ -47,6 +49,7 @@ void TopKEncode(std::span<const float> in, double density, uint8_t* out) {
 
 absl::Status TopKDecode(const uint8_t* in, double density, std::span<float> out, bool add) {
   const size_t n = out.size(), k = TopKCount(n, density);
+  if (k == 0) return absl::OkStatus();  // an empty tensor (and memcpy must not see null)
   std::vector<uint32_t> idx(k);
   std::vector<float> values(k);
   std::memcpy(idx.data(), in, k * sizeof(uint32_t));

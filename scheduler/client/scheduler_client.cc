@@ -3,6 +3,8 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -172,9 +174,17 @@ class GrpcSchedulerClient final : public SchedulerClient {
     }
     return absl::OkStatus();
   }
+  uint64_t SeenStateSeq() const override { return seen_state_seq_.load(); }
 
  private:
   using Stub = herd::v1::Scheduler::Stub;
+
+  // Keeps the highest state sequence number heard (answers may arrive out of order).
+  void Heard(uint64_t seq) {
+    uint64_t known = seen_state_seq_.load();
+    while (seq > known && !seen_state_seq_.compare_exchange_weak(known, seq)) {
+    }
+  }
 
   // The wait the server is asked for: the deadline's remaining time, at least 1 ms (0 would
   // mean "the call's deadline", which is set a little later on purpose).
@@ -199,20 +209,29 @@ class GrpcSchedulerClient final : public SchedulerClient {
   }
 
   template <typename Resp, typename Req, typename Method>
-  absl::StatusOr<Resp> Unary(const Req& req, Method method, std::string_view name,
+  absl::StatusOr<Resp> Unary(const Req& given, Method method, std::string_view name,
                              std::optional<Deadline> deadline = std::nullopt) {
+    const Req* req = &given;
+    Req witnessed;
+    if constexpr (requires(Req r) { r.set_seen_state_seq(uint64_t{0}); }) {
+      witnessed = given;
+      witnessed.set_seen_state_seq(std::max(given.seen_state_seq(), seen_state_seq_.load()));
+      req = &witnessed;
+    }
     grpc::ClientContext ctx;
     // A blocking call gets a little longer than the wait it asks for, so the server's own
     // DEADLINE_EXCEEDED (which names what it waited for) arrives first.
     Prepare(ctx, deadline ? Deadline::After(deadline->remaining() + std::chrono::seconds(2))
                           : Deadline::After(options_.call_timeout));
     Resp resp;
-    const grpc::Status st = (stub_.get()->*method)(&ctx, req, &resp);
+    const grpc::Status st = (stub_.get()->*method)(&ctx, *req, &resp);
     if (!st.ok()) return FromGrpc(st, name);
+    if constexpr (requires(const Resp& r) { r.state_seq(); }) Heard(resp.state_seq());
     return resp;
   }
 
   const ClientOptions options_;
+  std::atomic<uint64_t> seen_state_seq_{0};
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<Stub> stub_;
 };

@@ -3,6 +3,11 @@
 // out (the scheduler's gRPC code and message, prefixed with its address). Adds the bearer
 // token to every call and gives every call a deadline.
 //
+// Each client is a witness of the scheduler's state (scheduler/state_sequence.h): it keeps the
+// highest `state_seq` of the answers it got and puts it in every request that has a
+// `seen_state_seq` (RegisterNode, Heartbeat, GetPlan, ReportIteration), so a scheduler that
+// restarted on a state missing what it acknowledged to this process refuses with DATA_LOSS.
+//
 // gRPC headers stay inside scheduler_client.cc. Thread-safe: calls may run concurrently.
 
 #include <chrono>
@@ -67,6 +72,8 @@ class SchedulerClient {
       const herd::v1::ReportCheckpointRequest& req) = 0;
   // grpc.health.v1 Check of the whole server: OK when it serves.
   virtual absl::Status CheckHealth() = 0;
+  // The highest state_seq this client heard (0: none yet).
+  virtual uint64_t SeenStateSeq() const = 0;
 };
 
 }  // namespace herd::scheduler

@@ -21,6 +21,7 @@
 #include "server/client/ps_client.h"
 #include "tests/integration/scheduler/scheduler_process.h"
 #include "tests/integration/storage/small_disk.h"
+#include "tests/integration/storage/wal_surgery.h"
 
 namespace herd {
 namespace {
@@ -28,6 +29,8 @@ namespace {
 namespace fs = std::filesystem;
 using scheduler::testing::HerdProcess;
 using scheduler::testing::SchedulerProcess;
+using testing::BatchEnds;
+using testing::NewestLog;
 using testing::SmallDiskProcess;
 
 constexpr int kValues = 4096;  // one key of 16 KiB: every round writes more than a page
@@ -132,59 +135,11 @@ class StorageAttackTest : public ::testing::Test {
           << e.path();
     }
   }
-  // The newest non-empty write-ahead log of `dir` ("" when none).
-  static fs::path NewestLog(const fs::path& dir) {
-    fs::path newest;
-    for (const auto& e : fs::directory_iterator(dir)) {
-      if (e.path().extension() == ".log" && e.file_size() > 0 &&
-          (newest.empty() || e.path().filename() > newest.filename())) {
-        newest = e.path();
-      }
-    }
-    return newest;
-  }
-  // The offsets where the write batches of a RocksDB write-ahead log end (its format: 32 KiB
-  // blocks of records, each a 7-byte header -- crc32c, little-endian length, type -- and its
-  // bytes; a batch is one FULL record or FIRST, MIDDLE..., LAST; a block's last < 7 bytes are
-  // padding).
-  static std::vector<uint64_t> BatchEnds(const fs::path& log) {
-    std::ifstream f(log, std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    constexpr uint64_t kBlock = 32768, kHeader = 7;
-    std::vector<uint64_t> ends;
-    uint64_t pos = 0;
-    while (pos < bytes.size()) {
-      const uint64_t left = kBlock - pos % kBlock;
-      if (left < kHeader) {
-        pos += left;
-        continue;
-      }
-      if (pos + kHeader > bytes.size()) break;
-      const auto* h = reinterpret_cast<const unsigned char*>(bytes.data() + pos);
-      const uint64_t length = h[4] | (uint64_t{h[5]} << 8);
-      const int type = h[6];
-      if (type == 0 && length == 0) break;  // preallocated zeros: the end
-      pos += kHeader + length;
-      if (type == 1 || type == 4) ends.push_back(pos);  // FULL, LAST
-    }
-    return ends;
-  }
-  // Flips bytes in the middle of the newest non-empty write-ahead log of `dir`; its name.
+  // Flips bytes in the newest write-ahead log of `dir`; its name.
   std::string DamageLog(const fs::path& dir) {
-    fs::path newest;
-    for (const auto& e : fs::directory_iterator(dir)) {
-      if (e.path().extension() == ".log" && e.file_size() > 0 &&
-          (newest.empty() || e.path().filename() > newest.filename())) {
-        newest = e.path();
-      }
-    }
-    EXPECT_FALSE(newest.empty()) << "no write-ahead log in " << dir;
-    if (newest.empty()) return "";
-    const auto size = fs::file_size(newest);
-    std::fstream f(newest, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(static_cast<std::streamoff>(size / 2));
-    f.write("\xde\xad\xbe\xef", 4);
-    return newest.filename().string();
+    std::string name = testing::DamageLog(dir);
+    EXPECT_FALSE(name.empty()) << "no write-ahead log in " << dir;
+    return name;
   }
 
   fs::path dir_;
