@@ -47,20 +47,32 @@ std::string EmptySlots(const herd::v1::JobStatus& s) {
   return absl::StrJoin(empty, ", ");
 }
 
-void NoteWorkerLoss(herd::v1::JobStatus& next, std::string why, int64_t now_ms) {
-  next.set_membership_generation(next.membership_generation() + 1);
+namespace {
+
+// Records a membership event of the epoch `next` starts (the newest kMaxMembershipEvents are
+// kept) and returns the live worker count after it.
+int AppendMembershipEvent(herd::v1::JobStatus& next, std::string why, int64_t now_ms, bool joined) {
   herd::v1::MembershipEvent event;
   event.set_what(std::move(why));
   event.set_detected_unix_ms(now_ms);
+  event.set_joined(joined);
   const int live = LiveWorkers(next);
   event.set_workers_after(live);
   event.set_rerun_from_iteration(next.epoch_start_iteration());
-  // Iterations some worker had begun (fetched the plan of) that the survivors run again.
+  // Iterations some worker had begun (fetched the plan of) that the live workers run again.
   event.set_iterations_rerun(
       std::max<int64_t>(0, next.issued_iteration() - next.epoch_start_iteration() + 1));
   auto* events = next.mutable_membership_events();
   if (events->size() >= kMaxMembershipEvents) events->erase(events->begin());
   *events->Add() = std::move(event);
+  return live;
+}
+
+}  // namespace
+
+void NoteWorkerLoss(herd::v1::JobStatus& next, std::string why, int64_t now_ms) {
+  next.set_membership_generation(next.membership_generation() + 1);
+  const int live = AppendMembershipEvent(next, std::move(why), now_ms, /*joined=*/false);
   const int min = next.spec().elastic().min_workers();
   if (live < min && next.paused_since_unix_ms() == 0) {
     next.set_paused_since_unix_ms(now_ms);
@@ -91,18 +103,7 @@ void NoteWorkerJoin(herd::v1::JobStatus& next, std::string why, int slot, int64_
   if (slot < next.progress_size()) {
     next.mutable_progress(slot)->set_iteration(next.epoch_start_iteration() - 1);
   }
-  herd::v1::MembershipEvent event;
-  event.set_what(std::move(why));
-  event.set_detected_unix_ms(now_ms);
-  event.set_joined(true);
-  const int live = LiveWorkers(next);
-  event.set_workers_after(live);
-  event.set_rerun_from_iteration(next.epoch_start_iteration());
-  event.set_iterations_rerun(
-      std::max<int64_t>(0, next.issued_iteration() - next.epoch_start_iteration() + 1));
-  auto* events = next.mutable_membership_events();
-  if (events->size() >= kMaxMembershipEvents) events->erase(events->begin());
-  *events->Add() = std::move(event);
+  const int live = AppendMembershipEvent(next, std::move(why), now_ms, /*joined=*/true);
   if (next.paused_since_unix_ms() == 0) return;
   if (live >= next.spec().elastic().min_workers()) {
     // The workers waiting at the boundary go on; the pause's clock stops.
