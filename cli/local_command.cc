@@ -321,10 +321,10 @@ class LocalCommand final : public Command {
       processes.push_back({absl::StrFormat("server-%d", s), "server"});
     for (int w = 0; w < workers_; ++w)
       processes.push_back({absl::StrFormat("worker-%d", w), "worker"});
-    for (const auto& [name, role] : processes) {
-      auto port = FreeLoopbackPort();
-      if (!port.ok()) return port.status();
-      metrics_targets_.push_back({name, role, *port});
+    auto ports_picked = FreeLoopbackPorts(static_cast<int>(processes.size()));
+    if (!ports_picked.ok()) return ports_picked.status();
+    for (size_t i = 0; i < processes.size(); ++i) {
+      metrics_targets_.push_back({processes[i].first, processes[i].second, (*ports_picked)[i]});
     }
     const std::string targets = Path("metrics-targets.json");
     if (auto st = WriteMetricsTargets(targets, job_, metrics_targets_); !st.ok()) return st;

@@ -17,10 +17,10 @@ struct MetricsTarget {
   int port = 0;
 };
 
-// A TCP port of 127.0.0.1 that is free now: bound with port 0 and closed again, for a child to
-// bind moments later (a port some other program takes in between fails that child with a
-// message naming the address).
-absl::StatusOr<int> FreeLoopbackPort();
+// `count` distinct TCP ports of 127.0.0.1 that are free now: bound with port 0 together and
+// closed again, for the children to bind moments later (a port some other program takes in
+// between fails that child with a message naming the address).
+absl::StatusOr<std::vector<int>> FreeLoopbackPorts(int count);
 
 // Writes `targets` as a file_sd file (one target group per process, labelled with its role,
 // process and herd job) to `path`, whole, under a temporary name then renamed.
