@@ -111,6 +111,8 @@ constexpr ModeInfo kModes[] = {
      .compressors = Compressors::kServers,
      .floating_only = true,
      .server_engine = ServerEngine::kErrorCompensated,
+     .shrinks = true,
+     .takes_no_newcomer = true,
      .worker_state = {S::kParameters, S::kOptimizerSlots, S::kErrorFeedback, S::kClocks},
      .server_state = {S::kErrorFeedback, S::kClocks}},
 };

@@ -244,25 +244,7 @@ absl::StatusOr<Executor*> Session::BeginIteration(int64_t iteration) {
   }
   if (elastic_ && executor_ != nullptr && !ModeUsesCommunicator(plan->mode().mode()) &&
       plan->membership_generation() != generation_) {
-    // ps_sync after a death: the shards completed the interrupted round without the dead
-    // worker, nothing is rerun, and the live workers split the global batch from here on.
-    const int index = MemberIndex(*plan, rank_);
-    if (index < 0) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "iteration %d: worker %d is not among the live workers of job '%s' (the scheduler "
-          "declared it dead)",
-          iteration, rank_, options_.job));
-    }
-    member_index_ = index;
-    members_count_ = plan->ranks_size();
-    {
-      std::lock_guard<std::mutex> lock(mu_);  // the heartbeat thread reads it
-      generation_ = plan->membership_generation();
-    }
-    Log().info(
-        "worker {}: {} live worker(s) from iteration {} (membership generation {}); this "
-        "worker is member {} of them",
-        rank_, members_count_, iteration, generation_, member_index_);
+    HERD_RETURN_IF_ERROR(FollowShrinkOnShards(*plan, iteration));
   }
   if (elastic_ && MembershipChanged(*plan)) {
     // A peer of this stretch died: the iteration may be one the survivors run again from an

@@ -266,6 +266,10 @@ class Session {
   void WatchMembership(const herd::v1::HeartbeatResponse& answer);
   // Whether the plan's live workers differ from those of the current stretch.
   bool MembershipChanged(const herd::v1::Plan& plan) const;
+  // ps_sync and ps_ec after a death: the shards completed the interrupted round without the
+  // dead worker, nothing is rerun; this worker takes its position among the live workers of
+  // `plan` (the data split follows) and keeps its executor.
+  absl::Status FollowShrinkOnShards(const herd::v1::Plan& plan, int64_t iteration);
   // On the new communicator of a stretch after a membership change: the members say whether
   // they join; each joiner receives the state before `iteration` from its source (the nearest
   // live member before it), imports the parameters and gets the executor's state in `carried`

@@ -111,6 +111,41 @@ void Session::WatchMembership(const herd::v1::HeartbeatResponse& answer) {
   }
 }
 
+absl::Status Session::FollowShrinkOnShards(const herd::v1::Plan& plan, int64_t iteration) {
+  const int index = MemberIndex(plan, rank_);
+  if (index < 0) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "iteration %d: worker %d is not among the live workers of job '%s' (the scheduler "
+        "declared it dead)",
+        iteration, rank_, options_.job));
+  }
+  // ps_ec: the dead worker's error-feedback residuals (what its compressed pushes had not yet
+  // delivered) are gone with it; their size is this worker's own.
+  int64_t lost = 0;
+  if (executor_ != nullptr) {
+    checkpoint::ProcessState own;
+    HERD_RETURN_IF_ERROR(executor_->ExportState(own));
+    lost = OwnStateBytes(own);
+  }
+  const int before = members_count_;
+  member_index_ = index;
+  members_count_ = plan.ranks_size();
+  {
+    std::lock_guard<std::mutex> lock(mu_);  // the heartbeat thread reads it
+    generation_ = plan.membership_generation();
+  }
+  Log().info(
+      "worker {}: {} live worker(s) from iteration {} (membership generation {}); this "
+      "worker is member {} of them{}",
+      rank_, members_count_, iteration, generation_, member_index_,
+      lost > 0 && members_count_ < before
+          ? absl::StrFormat("; the dead worker's own error-feedback residuals (about %d bytes) "
+                            "are lost",
+                            lost)
+          : std::string());
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Session::Rollback> Session::Recover(const absl::Status& error) {
   if (error.ok()) return absl::InvalidArgumentError("Recover needs the error it recovers from");
   if (!elastic_ || job_over_.load() || finished_ || tensors_.empty()) return Diagnose(error);

@@ -318,6 +318,10 @@ TEST_F(Elastic, JoinsThatTheJobCannotTakeAreRefusedAndChangeNothing) {
   ps_sync.set_mode("ps_sync");
   EXPECT_NE(JoinRefusal(*before, ps_sync, "w9").find("takes no newcomer"), std::string::npos)
       << "it shrinks, but its open rounds cannot take a newcomer's push";
+  herd::v1::ModeSpec ps_ec;
+  ps_ec.set_mode("ps_ec");
+  EXPECT_NE(JoinRefusal(*before, ps_ec, "w9").find("takes no newcomer"), std::string::npos)
+      << "its open rounds cannot take a newcomer's push, and no worker can hand it the model";
   auto lp = ElasticSpec("dlp", 3, 1, 3, 60000);
   lp.mutable_mode()->set_mode("decentralized_lp");
   ASSERT_TRUE(core_->SubmitJob(lp).ok());
