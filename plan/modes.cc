@@ -82,6 +82,7 @@ constexpr ModeInfo kModes[] = {
      .params = {P::kCompressor},
      .compressors = Compressors::kWorkers,
      .floating_only = true,
+     .shrinks = true,
      .worker_state = {S::kParameters, S::kOptimizerSlots, S::kErrorFeedback}},
     {.name = "ps_sync",
      .summary = "parameter servers: a round sums the M pushes and applies the optimizer",

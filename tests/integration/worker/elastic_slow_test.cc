@@ -152,7 +152,7 @@ TEST_P(ElasticAgainstUndisturbed, AWorkerKilledAThirdInEndsNearTheUndisturbedRun
       mode.c_str(), resumed - killed_at, undisturbed, disturbed);
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, ElasticAgainstUndisturbed, ::testing::Values("ps_ec"));
+INSTANTIATE_TEST_SUITE_P(Modes, ElasticAgainstUndisturbed, ::testing::Values("ps_ec", "clps"));
 
 // The same modes with the killed worker started again (allreduce: elastic_test.cc): it rejoins
 // with the state of a live worker (in the decentralized mode its ring predecessor's model), the
@@ -176,7 +176,8 @@ TEST_P(ElasticRejoin, AWorkerKilledAndRestartedRejoinsAndTheJobEndsWithFour) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ElasticRejoin,
-                         ::testing::Values("lp", "sparse", "topk_allgather", "decentralized"));
+                         ::testing::Values("lp", "sparse", "topk_allgather", "decentralized",
+                                           "clps"));
 
 // A job killed and restarted a third in against the same job undisturbed: within 2 points.
 TEST_F(ElasticJob, AJobWhoseWorkerRejoinedEndsNearTheUndisturbedAccuracy) {

@@ -339,7 +339,8 @@ TEST(ReshardTest, ResidualMeanConservesTheAveragedMass) {
 }
 
 // clps's reducer residual lives with the chunk's owner: at another worker count every rank
-// takes the sum (each element's one owner's value), and its sender residual the mean.
+// reads the sum (each element's one owner's value) and keeps its new chunks of it, so each
+// element has again exactly one owner; its sender residual is the mean.
 TEST(ReshardTest, ClpsReducerResidualIsSummedSenderResidualAveraged) {
   const Training run{"clps", 4, Kind::kSgd, 3, 0};
   const std::vector<ProcessState> old = StatesAfter(run, 4, 3);
@@ -348,13 +349,69 @@ TEST(ReshardTest, ClpsReducerResidualIsSummedSenderResidualAveraged) {
   for (size_t t = 0; t < kCounts.size(); ++t) {
     const std::string reducer = absl::StrFormat("reducer_residual/t%d", t);
     const std::vector<float> owners = Sum(old, reducer);
-    for (const ProcessState& s : now) EXPECT_EQ(owners, Values(s, reducer)) << reducer;
+    EXPECT_EQ(owners, Sum(now, reducer)) << reducer;
     const std::string sender = absl::StrFormat("residual/t%d", t);
     const std::vector<float> old_sum = Sum(old, sender), new_sum = Sum(now, sender);
     for (size_t i = 0; i < old_sum.size(); ++i) {
       EXPECT_NEAR(old_sum[i] / 4, new_sum[i] / 3, 1e-5) << sender << "[" << i << "]";
     }
   }
+}
+
+// An elastic job's survivors (old ranks 0, 2 and 3 of 4; rank 1 died) each import only their
+// own commit into the executor of three: an element keeps its reducer residual when its old
+// owner survived and owns it still, and starts at zero otherwise; none is held twice.
+TEST(ReshardTest, ClpsSurvivorsKeepTheReducerResidualOfTheChunksTheyStillOwn) {
+  const Training run{"clps", 4, Kind::kSgd, 3, 0};
+  const std::vector<ProcessState> old = StatesAfter(run, 4, 3);
+  const std::vector<int> survivors = {0, 2, 3};
+  std::vector<ProcessState> now(3);
+  std::mutex mu;
+  auto st = testing::FirstError(testing::SpawnRanks(3, [&](transport::Communicator& comm) {
+    Model m;
+    HERD_ASSIGN_OR_RETURN(auto ex, MakeExecutor(Context(run, run.mode, comm, m, 10)));
+    ProcessState own = old[static_cast<size_t>(survivors[static_cast<size_t>(comm.rank())])];
+    own.process = checkpoint::WorkerProcess(comm.rank());
+    HERD_RETURN_IF_ERROR(GiveExecutorState(*ex, std::move(own), comm.size()));
+    HERD_ASSIGN_OR_RETURN(ProcessState s, Export(*ex, comm.rank(), m));
+    std::lock_guard<std::mutex> lock(mu);
+    now[static_cast<size_t>(comm.rank())] = std::move(s);
+    return absl::OkStatus();
+  }));
+  ASSERT_TRUE(st.ok()) << st;
+  int kept = 0, dropped = 0;
+  for (size_t t = 0; t < kCounts.size(); ++t) {
+    const std::string reducer = absl::StrFormat("reducer_residual/t%d", t);
+    const std::vector<float> owners = Sum(old, reducer), held = Sum(now, reducer);
+    for (size_t i = 0; i < owners.size(); ++i) {
+      if (owners[i] == 0.0f) continue;
+      if (held[i] == 0.0f) {
+        ++dropped;
+      } else {
+        EXPECT_EQ(held[i], owners[i]) << reducer << "[" << i << "]";
+        ++kept;
+      }
+    }
+  }
+  // A run of three keeps its reducer residual in each rank's chunks (an element compressed
+  // exactly keeps 0): a survivor holds none where another rank of three keeps one.
+  const std::vector<ProcessState> three = StatesAfter(run, 3, 3);
+  for (size_t r = 0; r < 3; ++r) {
+    for (size_t q = 0; q < 3; ++q) {
+      if (q == r) continue;
+      for (size_t t = 0; t < kCounts.size(); ++t) {
+        const std::string reducer = absl::StrFormat("reducer_residual/t%d", t);
+        const std::vector<float> held = Values(now[r], reducer), other = Values(three[q], reducer);
+        for (size_t i = 0; i < held.size(); ++i) {
+          EXPECT_FALSE(held[i] != 0.0f && other[i] != 0.0f)
+              << "rank " << r << " holds " << reducer << "[" << i << "], which rank " << q
+              << " reduces at three workers";
+        }
+      }
+    }
+  }
+  EXPECT_GT(kept, 0) << "no survivor kept the residual of a chunk it still owns";
+  EXPECT_GT(dropped, 0) << "the chunks' owners did not change";
 }
 
 // Decentralized models differ per rank: at another worker count every new rank starts from
