@@ -74,6 +74,7 @@ constexpr ModeInfo kModes[] = {
      .floating_only = true,
      .plan_carries = PlanCarries::kPeers,
      .fixed_peers = true,
+     .shrinks = true,
      .worker_state = {S::kParameters, S::kOptimizerSlots, S::kOwnReplica, S::kNeighbourReplicas}},
     {.name = "clps",
      .summary = "C_LP_S: compressed scatter-reduce with error compensation",

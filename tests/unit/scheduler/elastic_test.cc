@@ -322,13 +322,12 @@ TEST_F(Elastic, JoinsThatTheJobCannotTakeAreRefusedAndChangeNothing) {
   ps_ec.set_mode("ps_ec");
   EXPECT_NE(JoinRefusal(*before, ps_ec, "w9").find("takes no newcomer"), std::string::npos)
       << "its open rounds cannot take a newcomer's push, and no worker can hand it the model";
-  auto lp = ElasticSpec("dlp", 3, 1, 3, 60000);
-  lp.mutable_mode()->set_mode("decentralized_lp");
-  ASSERT_TRUE(core_->SubmitJob(lp).ok());
-  auto ids = Register("dlp", 3);
-  KeepAlive("dlp", {ids[0], ids[1]}, 700ms);
-  ASSERT_EQ(core_->GetJob("dlp")->state(), herd::v1::JOB_FAILED);
-  auto late = Join("dlp", "w2");
+  // A job that failed (a death past max_failures 0) takes nobody back.
+  ASSERT_TRUE(core_->SubmitJob(ElasticSpec("gone", 3, 1, 0, 60000)).ok());
+  auto ids = Register("gone", 3);
+  KeepAlive("gone", {ids[0], ids[1]}, 700ms);
+  ASSERT_EQ(core_->GetJob("gone")->state(), herd::v1::JOB_FAILED);
+  auto late = Join("gone", "w2");
   ASSERT_FALSE(late.ok());
   EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(late.status().message().find("has ended"), std::string::npos) << late.status();
@@ -386,7 +385,7 @@ TEST_F(Elastic, BelowMinWorkersTheJobPausesThenFailsNamingTheEmptySlots) {
 TEST_F(Elastic, AModeThatDoesNotShrinkStillFailsTheJob) {
   Open(300ms);
   auto spec = ElasticSpec("j", 3, 1, 3, 60000);
-  spec.mutable_mode()->set_mode("decentralized_lp");
+  spec.mutable_mode()->set_mode("dear");
   ASSERT_TRUE(core_->SubmitJob(spec).ok());
   auto ids = Register("j", 3);
   KeepAlive("j", {ids[0], ids[1]}, 700ms);

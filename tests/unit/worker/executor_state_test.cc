@@ -435,6 +435,49 @@ TEST(ReshardTest, DecentralizedModelsAreAveraged) {
   }
 }
 
+// decentralized_lp in an elastic job: the survivors (old ranks 0, 2 and 3 of 4) roll back to
+// their own commits and build the ring of three (membership generation 1), whose ranks are
+// their positions. Their replicas are of the new ring: each is bitwise its owner's model (the
+// models differ per rank, so a replica imported under the old ring's names would not be).
+TEST(ReshardTest, DecentralizedLpSurvivorsStartTheReplicasOfTheirNewNeighbours) {
+  const Training run{"decentralized_lp", 4, Kind::kMomentum, 3, 0};
+  const std::vector<ProcessState> old = StatesAfter(run, 4, 3);
+  const std::vector<int> survivors = {0, 2, 3};
+  std::vector<ProcessState> now(3);
+  std::mutex mu;
+  auto st = testing::FirstError(testing::SpawnRanks(3, [&](transport::Communicator& comm) {
+    Model m;
+    ProcessState own = old[static_cast<size_t>(survivors[static_cast<size_t>(comm.rank())])];
+    {
+      ProcessState params = own;
+      params.process = checkpoint::WorkerProcess(0);
+      std::vector<ProcessState> one;
+      one.push_back(std::move(params));
+      HERD_RETURN_IF_ERROR(ImportParams(MemoryStateSource(std::move(one), 1), {0, 1}, m.tensors));
+    }
+    ExecutorContext ctx = Context(run, run.mode, comm, m, 10);
+    ctx.plan.set_membership_generation(1);
+    HERD_ASSIGN_OR_RETURN(auto ex, MakeExecutor(ctx));
+    own.process = checkpoint::WorkerProcess(comm.rank());
+    HERD_RETURN_IF_ERROR(GiveExecutorState(*ex, std::move(own), comm.size()));
+    HERD_ASSIGN_OR_RETURN(ProcessState s, Export(*ex, comm.rank(), m));
+    std::lock_guard<std::mutex> lock(mu);
+    now[static_cast<size_t>(comm.rank())] = std::move(s);
+    return absl::OkStatus();
+  }));
+  ASSERT_TRUE(st.ok()) << st;
+  for (int r = 0; r < 3; ++r) {
+    for (size_t t = 0; t < kCounts.size(); ++t) {
+      const std::string param = absl::StrFormat("param/t%d", t);
+      EXPECT_EQ(Values(now[r], param), Values(old[survivors[r]], param)) << "rolled back";
+      for (int q : {(r + 2) % 3, r, (r + 1) % 3}) {
+        EXPECT_EQ(Values(now[r], absl::StrFormat("replica/t%d@%d", t, q)), Values(now[q], param))
+            << "rank " << r << "'s replica of rank " << q << ", tensor " << t;
+      }
+    }
+  }
+}
+
 // A switch allreduce -> dear with momentum, in memory: the parameters after it are those of
 // one allreduce run over all the iterations (momentum carried; dropped, they would differ).
 TEST(ModeSwitchTest, MomentumSurvivesASwitch) {
