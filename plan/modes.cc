@@ -31,6 +31,7 @@ constexpr ModeInfo kModes[] = {
      .summary = "DeAR: reduce-scatter in backward, all-gather overlapped with the next forward",
      .runs_on = RunsOn::kWorkers,
      .needs_communicator = true,
+     .shrinks = true,
      .worker_state = {S::kParameters, S::kOptimizerSlots, S::kFusionTuner}},
     {.name = "lp",
      .summary = "Linear-Pipeline all-reduce (a chain, blocks of block_bytes)",

@@ -153,7 +153,7 @@ TEST_P(ElasticAgainstUndisturbed, AWorkerKilledAThirdInEndsNearTheUndisturbedRun
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ElasticAgainstUndisturbed,
-                         ::testing::Values("ps_ec", "clps", "decentralized_lp"));
+                         ::testing::Values("ps_ec", "clps", "decentralized_lp", "dear"));
 
 // The same modes with the killed worker started again (allreduce: elastic_test.cc): it rejoins
 // with the state of a live worker (in the decentralized modes its ring predecessor's model), the
@@ -178,7 +178,7 @@ TEST_P(ElasticRejoin, AWorkerKilledAndRestartedRejoinsAndTheJobEndsWithFour) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, ElasticRejoin,
                          ::testing::Values("lp", "sparse", "topk_allgather", "decentralized",
-                                           "clps", "decentralized_lp"));
+                                           "clps", "decentralized_lp", "dear"));
 
 // A job killed and restarted a third in against the same job undisturbed: within 2 points.
 TEST_F(ElasticJob, AJobWhoseWorkerRejoinedEndsNearTheUndisturbedAccuracy) {

@@ -478,6 +478,59 @@ TEST(ReshardTest, DecentralizedLpSurvivorsStartTheReplicasOfTheirNewNeighbours) 
   }
 }
 
+// dear's elastic commit (Executor::StateLag): right after EndBackward of iteration 4, with its
+// all-gathers still in flight, the parameters and the exported state are bit for bit those of
+// a run flushed after iteration 3; and a Flush then brings those of iteration 4.
+TEST(StateLagTest, DearRightAfterEndBackwardHoldsTheStateOfTheIterationBefore) {
+  const Training run{"dear", 3, Kind::kMomentum};
+  std::vector<Outcome> flushed_at_3(3), lagged(3), flushed_at_4(3);
+  std::mutex mu;
+  auto st = testing::FirstError(testing::SpawnRanks(3, [&](transport::Communicator& comm) {
+    const int r = comm.rank();
+    {
+      Model m;
+      HERD_ASSIGN_OR_RETURN(auto ex, MakeExecutor(Context(run, "dear", comm, m, 0)));
+      HERD_RETURN_IF_ERROR(Drive(run, *ex, r, 0, 4));  // iterations 0-3, flushed
+      HERD_ASSIGN_OR_RETURN(ProcessState s, Export(*ex, r, m));
+      std::lock_guard<std::mutex> lock(mu);
+      flushed_at_3[static_cast<size_t>(r)] = Outcome{m.params, std::move(s)};
+    }
+    Model m;
+    HERD_ASSIGN_OR_RETURN(auto ex, MakeExecutor(Context(run, "dear", comm, m, 0)));
+    if (ex->StateLag() != 1) return absl::InternalError("dear's state does not lag");
+    HERD_RETURN_IF_ERROR(Drive(run, *ex, r, 0, 4));
+    // Iteration 4 up to its EndBackward, not flushed.
+    const int T = static_cast<int>(kCounts.size());
+    HERD_RETURN_IF_ERROR(ex->BeginIteration(4));
+    for (int t = 0; t < T; ++t) HERD_RETURN_IF_ERROR(ex->BeforeForward(t));
+    for (int t = T - 1; t >= 0; --t) {
+      std::vector<float> g(kCounts[t]);
+      for (size_t i = 0; i < g.size(); ++i) g[i] = Grad(run, r, 4, t, i);
+      HERD_RETURN_IF_ERROR(ex->GradientReady(t, g));
+    }
+    HERD_RETURN_IF_ERROR(ex->EndBackward());
+    HERD_ASSIGN_OR_RETURN(ProcessState before_flush, Export(*ex, r, m));
+    std::vector<std::vector<float>> params_before_flush = m.params;
+    HERD_RETURN_IF_ERROR(ex->Flush());
+    HERD_ASSIGN_OR_RETURN(ProcessState after_flush, Export(*ex, r, m));
+    std::lock_guard<std::mutex> lock(mu);
+    lagged[static_cast<size_t>(r)] =
+        Outcome{std::move(params_before_flush), std::move(before_flush)};
+    flushed_at_4[static_cast<size_t>(r)] = Outcome{m.params, std::move(after_flush)};
+    return absl::OkStatus();
+  }));
+  ASSERT_TRUE(st.ok()) << st;
+  for (size_t r = 0; r < 3; ++r) {
+    EXPECT_EQ(lagged[r].params, flushed_at_3[r].params) << "rank " << r;
+    EXPECT_NE(flushed_at_4[r].params, flushed_at_3[r].params) << "rank " << r;
+    for (size_t t = 0; t < kCounts.size(); ++t) {
+      const std::string momentum = absl::StrFormat("momentum/t%d", t);
+      EXPECT_EQ(Values(lagged[r].state, momentum), Values(flushed_at_3[r].state, momentum))
+          << "rank " << r << " " << momentum;
+    }
+  }
+}
+
 // A switch allreduce -> dear with momentum, in memory: the parameters after it are those of
 // one allreduce run over all the iterations (momentum carried; dropped, they would differ).
 TEST(ModeSwitchTest, MomentumSurvivesASwitch) {
