@@ -37,7 +37,9 @@ absl::StatusOr<std::vector<T>> GatherToRoot(transport::Communicator& comm, const
   auto bytes = GatherBytes(comm, AsBytes(&mine, sizeof mine), deadline);
   if (!bytes.ok()) return bytes.status();
   std::vector<T> all(bytes->size() / sizeof(T));
-  std::memcpy(all.data(), bytes->data(), all.size() * sizeof(T));
+  // Ranks other than 0 get nothing back, and memcpy from an empty vector's null data() is
+  // undefined even for zero bytes.
+  if (!all.empty()) std::memcpy(all.data(), bytes->data(), all.size() * sizeof(T));
   return all;
 }
 

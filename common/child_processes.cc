@@ -239,6 +239,16 @@ void ChildProcesses::StopIndices(const std::vector<size_t>& indices, int grace_m
   }
 }
 
+void ChildProcesses::Kill(size_t index) {
+  Child& c = children_[index];
+  if (c.status) return;
+  kill(-c.pid, SIGKILL);
+  int status = 0;
+  while (waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  Reaped(c, status);
+}
+
 std::vector<std::string> ChildProcesses::NewLines(size_t index, Stream stream) {
   Child& c = children_[index];
   const int s = stream == Stream::kStdout ? 0 : 1;

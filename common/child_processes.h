@@ -75,6 +75,9 @@ class ChildProcesses {
   void Stop(const std::vector<std::string>& names = {}, int grace_ms = 5000);
   // Stop() by index.
   void StopIndices(const std::vector<size_t>& indices, int grace_ms);
+  // SIGKILL to child `index`'s process group at once (a crash, not a stop: the child gets no
+  // chance to clean up), and reaps it.
+  void Kill(size_t index);
 
   // The complete lines a captured child wrote on `stream` since the last call; once the child
   // ended, also its last unterminated line. Empty for a child with a log file.

@@ -7,21 +7,27 @@
 //       decentralized, decentralized_whole);
 //   herd-emu dear --models resnet50,bert-base --rates 1gbit,10gbit --ranks 4
 //       the DeAR replay benchmark (bench/dear/dear_replay.h);
+//   herd-emu elastic --mode allreduce --rate 1gbit
+//       a real job of four workers on emulated hosts loses a worker and takes it back
+//       (bench/emu/elastic.h): detection, rollback and rejoin times against the link;
 //   herd-emu cleanup [--all]
 //       removes namespaces left by emulator processes that died (--all: every herd-emu one);
 //   herd-emu probe-rank / dear-rank ...  (hidden) one rank, started by `probe` / `dear`.
 
+#include <stdlib.h>
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "bench/dear/dear_replay.h"
+#include "bench/emu/elastic.h"
 #include "bench/emu/probe.h"
-#include "bench/sizes.h"
 #include "bench/rank.h"
+#include "bench/sizes.h"
 #include "tools/emulator/cluster.h"
 #include "tools/emulator/rate.h"
 
@@ -109,6 +115,46 @@ int Dear(DearBenchOptions o, const std::string& models, const std::string& rates
   }
   o.exe = SelfExe();
   return RunDearBench(o);
+}
+
+int Elastic(ElasticBenchOptions o, const std::string& rate_text) {
+  auto rate = ParseRate(rate_text);
+  if (!rate.ok()) return Fail("elastic", rate.status());
+  o.rate = *rate;
+  o.herd = (std::filesystem::path(SelfExe()).parent_path() / "herd").string();
+  if (o.work_dir.empty()) {
+    std::string tmpl =
+        (std::filesystem::temp_directory_path() / "herd-emu-elastic-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+      return Fail("elastic", absl::InternalError("cannot create a directory under /tmp"));
+    }
+    o.work_dir = tmpl;
+  }
+  InstallInterruptHandlers();
+  auto r = RunElasticBench(o);
+  if (!r.ok()) return Fail("elastic", r.status());
+  const double link_ms = 8e3 * r->handover_bytes / static_cast<double>(o.rate);
+  std::printf(
+      "herd-emu elastic: mode %s, %d workers, link %s, MLP %d samples, batch %d, heartbeat "
+      "timeout %llds; worker 1 killed at iteration %lld and started again (logs: %s)\n",
+      o.mode.c_str(), o.workers, FormatRate(o.rate).c_str(), o.samples, o.batch,
+      static_cast<long long>(o.heartbeat_timeout.count()),
+      static_cast<long long>(r->killed_at_iteration), o.work_dir.c_str());
+  std::printf("kill to detection: %.0f ms\n", r->kill_to_detection_ms);
+  std::printf(
+      "detection to every survivor past the new epoch: %.0f ms (%lld iteration(s) run again)\n",
+      r->detection_to_resumed_ms, static_cast<long long>(r->iterations_rerun));
+  std::printf(
+      "rejoin: %.0f ms (state %.0f bytes = %.2f ms at the link rate, handed over in %.2f ms; the "
+      "newcomer's own start %.0f ms); target 2 s + 1.25 x bytes/link = %.0f ms: %s\n",
+      r->rejoin_ms, r->handover_bytes, link_ms, r->handover_ms, r->newcomer_startup_ms,
+      2000 + 1.25 * link_ms, r->rejoin_ms <= 2000 + 1.25 * link_ms ? "met" : "NOT met");
+  std::printf("in-memory commit %.3f ms per iteration of %.1f ms (%.2f %%)\n",
+              r->commit_ms_per_iteration, r->iteration_ms,
+              r->iteration_ms > 0 ? 100 * r->commit_ms_per_iteration / r->iteration_ms : 0.0);
+  std::printf("test accuracy: undisturbed %.4f, with the kill and the rejoin %.4f\n",
+              r->undisturbed_accuracy, r->accuracy);
+  return 0;
 }
 
 }  // namespace
@@ -224,6 +270,25 @@ int main(int argc, char** argv) {
   dear_rank->add_option("--iters", replay.replay.iters);
   dear_rank->add_option("--timeout", timeout_s);
 
+  herd::emulator::ElasticBenchOptions elastic_options;
+  std::string elastic_rate = "1gbit";
+  CLI::App* elastic = app.add_subcommand(
+      "elastic",
+      "A real elastic job on emulated hosts loses a worker to SIGKILL and takes it back: "
+      "detection, rollback and rejoin times against the link");
+  elastic->add_option("--mode", elastic_options.mode, "The job's mode (one that shrinks)")
+      ->capture_default_str();
+  elastic->add_option("--rate", elastic_rate, "Link rate per host and direction")
+      ->capture_default_str();
+  elastic->add_option("--workers", elastic_options.workers, "Workers (one host each)")
+      ->check(CLI::Range(2, 64))
+      ->capture_default_str();
+  elastic->add_option("--samples", elastic_options.samples, "Training samples (one epoch)")
+      ->check(CLI::Range(1000, 60000))
+      ->capture_default_str();
+  elastic->add_option("--work-dir", elastic_options.work_dir,
+                      "State and logs (default: a new directory under /tmp, kept)");
+
   CLI11_PARSE(app, argc, argv);
   probe.timeout = std::chrono::seconds(timeout_s);
   if (cleanup->parsed()) return herd::emulator::Cleanup(all);
@@ -232,6 +297,7 @@ int main(int argc, char** argv) {
     dear_options.tune = !no_tune;
     return herd::emulator::Dear(dear_options, models, rates, threshold, grid);
   }
+  if (elastic->parsed()) return herd::emulator::Elastic(elastic_options, elastic_rate);
   if (dear_rank->parsed()) {
     replay.replay.timeout = std::chrono::seconds(timeout_s);
     return herd::emulator::RunReplayRank(replay);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -72,6 +73,23 @@ TEST(ChildProcesses, StopEndsStubbornChildrenAndWhatTheyStarted) {
   EXPECT_EQ(WTERMSIG(*c.status(0)), SIGKILL);
   EXPECT_TRUE(GoneSoon(grandchild));
   EXPECT_EQ(WaitExit(c).name, "stubborn");  // reported after the stop
+}
+
+TEST(ChildProcesses, KillCrashesAChildAtOnceWithoutATermSignal) {
+  const std::string marker = TempPath("term-seen");
+  ChildProcesses c;
+  // Would leave a mark if it got SIGTERM first (what Stop sends).
+  ASSERT_TRUE(c.Start(Shell("victim", "trap 'touch " + marker +
+                                          "; exit 0' TERM; while :; do sleep 0.05; done"))
+                  .ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  c.Kill(0);
+  ASSERT_TRUE(c.status(0).has_value());
+  EXPECT_TRUE(WIFSIGNALED(*c.status(0)));
+  EXPECT_EQ(WTERMSIG(*c.status(0)), SIGKILL);
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "the child saw a SIGTERM";
+  c.Kill(0);  // a child that ended already: nothing happens
+  EXPECT_EQ(WaitExit(c).name, "victim");
 }
 
 TEST(ChildProcesses, ChildrenLeadTheirOwnProcessGroup) {

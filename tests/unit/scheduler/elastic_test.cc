@@ -190,6 +190,35 @@ TEST_F(Elastic, ADeadWorkerStartsAnEpochWithTheLiveWorkersAndTheIterationRunsAga
   EXPECT_EQ(core_->GetJob("j")->state(), herd::v1::JOB_RUNNING);
 }
 
+TEST_F(Elastic, InAModeTheShardsRunADeathRerunsNothing) {
+  Open(300ms);
+  auto spec = ElasticSpec("p", 4, 2, 3, 60000);
+  spec.set_servers(1);
+  spec.mutable_mode()->set_mode("ps_sync");
+  ASSERT_TRUE(core_->SubmitJob(spec).ok());
+  herd::v1::RegisterNodeRequest shard;
+  shard.set_job("p");
+  shard.set_role(herd::v1::ROLE_SERVER);
+  shard.set_name("s0");
+  auto server = core_->RegisterNode(shard);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto ids = Register("p", 4);
+  ASSERT_EQ(core_->GetJob("p")->state(), herd::v1::JOB_RUNNING);
+  for (int w = 0; w < 4; ++w) Report("p", ids[w], 4);
+  herd::v1::GetPlanRequest begun;
+  begun.set_job("p");
+  begun.set_iteration(6);
+  begun.set_node_id(ids[0]);
+  ASSERT_TRUE(core_->GetPlan(begun).ok());
+  KeepAlive("p", {server->node_id(), ids[0], ids[2], ids[3]}, 700ms);
+
+  auto job = core_->GetJob("p");
+  ASSERT_EQ(job->state(), herd::v1::JOB_RUNNING) << job->failure_reason();
+  ASSERT_EQ(job->membership_events_size(), 1);
+  EXPECT_EQ(job->membership_events(0).iterations_rerun(), 0)
+      << "the shard completes the open rounds with the live workers; no worker rolls back";
+}
+
 TEST_F(Elastic, ARestartedWorkerTakesItsSlotBackAtANewEpoch) {
   Open(300ms);
   ASSERT_TRUE(core_->SubmitJob(ElasticSpec("j", 4, 2, 3, 60000)).ok());
