@@ -17,9 +17,10 @@ struct MetricsTarget {
   int port = 0;
 };
 
-// `count` distinct TCP ports of 127.0.0.1 that are free now: bound with port 0 together and
-// closed again, for the children to bind moments later (a port some other program takes in
-// between fails that child with a message naming the address).
+// `count` distinct TCP ports of 127.0.0.1 that are free now, below the kernel's ephemeral range
+// (so no outgoing connection takes one before the child binds it), bound together and closed
+// again for the children to bind moments later (a port another program takes in between fails
+// that child with a message naming the address).
 absl::StatusOr<std::vector<int>> FreeLoopbackPorts(int count);
 
 // Writes `targets` as a file_sd file (one target group per process, labelled with its role,

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <set>
 
 namespace herd::cli {
@@ -18,6 +19,20 @@ TEST(FreeLoopbackPorts, EveryPortOfOneCallIsDistinctAndNonZero) {
     const std::set<int> distinct(ports->begin(), ports->end());
     EXPECT_EQ(distinct.size(), ports->size());
     EXPECT_EQ(distinct.count(0), 0u);
+  }
+}
+
+TEST(FreeLoopbackPorts, PortsComeFromBelowTheEphemeralRange) {
+  // Outgoing connections take ports of the ephemeral range at any moment; a metrics port picked
+  // there could be gone before the child binds it.
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0;
+  if (!(in >> low) || low <= 11000) GTEST_SKIP() << "the ephemeral range starts at " << low;
+  auto ports = FreeLoopbackPorts(16);
+  ASSERT_TRUE(ports.ok()) << ports.status();
+  for (int p : *ports) {
+    EXPECT_GE(p, 10000);
+    EXPECT_LT(p, low);
   }
 }
 
