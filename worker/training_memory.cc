@@ -17,7 +17,9 @@ constexpr int kMmapThreshold = 32 << 20;
 // The free memory kept at the heap's top: several iterations' worth of the blocks above.
 constexpr int kTrimThreshold = 128 << 20;
 
-bool UserSetMalloc() {
+}  // namespace
+
+bool UserChoseMallocSettings() {
   for (const char* name : {"MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_",
                            "MALLOC_MMAP_MAX_", "MALLOC_ARENA_MAX"}) {
     if (std::getenv(name) != nullptr) return true;
@@ -26,13 +28,11 @@ bool UserSetMalloc() {
   return tunables != nullptr && std::strstr(tunables, "glibc.malloc.") != nullptr;
 }
 
-}  // namespace
-
 std::string KeepTrainingMemory() {
   static std::once_flag once;
   std::string done;
   std::call_once(once, [&] {
-    if (UserSetMalloc()) return;
+    if (UserChoseMallocSettings()) return;
     // Setting either disables glibc's adaptive thresholds, which is the point.
     if (::mallopt(M_MMAP_THRESHOLD, kMmapThreshold) == 1 &&
         ::mallopt(M_TRIM_THRESHOLD, kTrimThreshold) == 1) {

@@ -23,4 +23,7 @@ namespace herd::worker {
 // for the log: "" when it changed nothing.
 std::string KeepTrainingMemory();
 
+// Whether this process's environment sets glibc's malloc parameters (then herd keeps them).
+bool UserChoseMallocSettings();
+
 }  // namespace herd::worker
