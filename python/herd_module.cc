@@ -195,7 +195,8 @@ class PySession {
     stats.forward_seconds = forward_s;
     stats.backward_seconds = backward_s;
     stats.samples = samples;
-    Check(session_->EndIteration(stats));
+    // Reports the iteration to the scheduler (an RPC): other Python threads run meanwhile.
+    Unlocked([&] { return session_->EndIteration(stats); });
   }
 
   void flush() {

@@ -17,6 +17,7 @@
 #include "worker/counting_communicator.h"
 #include "worker/executor_state.h"
 #include "worker/scheduler_store.h"
+#include "worker/training_memory.h"
 #include "worker/watched_store.h"
 
 namespace herd::worker {
@@ -61,6 +62,9 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Join(SessionOptions options) {
     return absl::InvalidArgumentError("no job to join: give --job (or HERD_JOB)");
   }
   if (options.name.empty()) options.name = DefaultName();
+  if (const std::string memory = KeepTrainingMemory(); !memory.empty()) {
+    Log().debug("worker '{}': {}", options.name, memory);
+  }
   if (!options.metrics_listen.empty()) {
     HERD_ASSIGN_OR_RETURN(const metrics::Endpoint* endpoint,
                           metrics::StartProcessEndpoint(options.metrics_listen));

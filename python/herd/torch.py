@@ -326,7 +326,8 @@ class DistributedOptimizer(torch.optim.Optimizer):
     def _count_samples(self, module, inputs):
         # The model's own pre-hook runs before its modules': it may begin the iteration.
         if torch.is_grad_enabled() and inputs and torch.is_tensor(inputs[0]) and inputs[0].dim():
-            self._begin_iteration()
+            if not self._in_iteration:
+                self._begin_iteration()
             self._samples += int(inputs[0].shape[0])
 
     def _make_pre_hook(self, tensors):
@@ -335,12 +336,16 @@ class DistributedOptimizer(torch.optim.Optimizer):
                 # Evaluation: the parameters must hold every update (dear defers them).
                 self.synchronize()
                 return
-            self._begin_iteration()
+            if not self._in_iteration:
+                self._begin_iteration()
+            announced = self._announced
             for t in tensors:
-                self._prehooked[t] = True
-                if not self._announced[t]:
-                    self._announced[t] = True
+                if not announced[t]:
+                    announced[t] = True
                     _session.before_forward(t)
+            if self._announce_at_begin is None:  # iteration 0 learns which tensors have one
+                for t in tensors:
+                    self._prehooked[t] = True
         return hook
 
     def _make_grad_hook(self, t):
@@ -350,15 +355,18 @@ class DistributedOptimizer(torch.optim.Optimizer):
             if self._error is not None:
                 return None
             try:
-                self._begin_iteration()
-                self._passes[t] += 1
-                if self._passes[t] < self._passes_per_step or self._submitted[t]:
+                if not self._in_iteration:
+                    self._begin_iteration()
+                passes = self._passes[t] + 1
+                self._passes[t] = passes
+                if passes < self._passes_per_step or self._submitted[t]:
                     return None  # autograd accumulates it into .grad
                 g = grad if p.grad is None else p.grad + grad
                 if g.dtype != torch.float32:
                     raise ValueError(f"parameter '{self._names[t]}' got a {g.dtype} gradient; "
                                      f"herd takes fp32")
-                g = g.contiguous()
+                if not g.is_contiguous():
+                    g = g.contiguous()
                 self._submit(t, g)
             except BaseException as e:  # a hook cannot raise into autograd: step() raises it
                 self._error = e
@@ -437,8 +445,14 @@ class DistributedOptimizer(torch.optim.Optimizer):
                 f"--optimizer {name}) or train in a mode that applies it on the workers")
 
     def zero_grad(self, set_to_none=True):
-        # herd takes the gradients from the hooks; None (torch 2's default) saves a pass.
-        self._inner.zero_grad(set_to_none=set_to_none)
+        # herd takes the gradients from the hooks; None (torch 2's default) saves a pass. The
+        # parameters are the wrapped optimizer's (one group): dropping their .grad here is what
+        # its zero_grad does, without its profiler range and grouping, once per iteration.
+        if not set_to_none:
+            self._inner.zero_grad(set_to_none=False)
+            return
+        for p in self._params:
+            p.grad = None
 
     def synchronize(self):
         """Waits for every update in flight, so the parameters are final (dear applies an
@@ -457,13 +471,15 @@ class DistributedOptimizer(torch.optim.Optimizer):
                 loss = closure()
         try:
             self._raise_hook_error()
-            self._begin_iteration()
+            if not self._in_iteration:
+                self._begin_iteration()
             if self._announce_at_begin is None:
                 self._announce_at_begin = [t for t, h in enumerate(self._prehooked) if not h]
-            for t, p in enumerate(self._params):
-                if not self._submitted[t]:
-                    g = p.grad if p.grad is not None else torch.zeros_like(p)
-                    self._submit(t, g.contiguous())
+            if not all(self._submitted):
+                for t, p in enumerate(self._params):
+                    if not self._submitted[t]:
+                        g = p.grad if p.grad is not None else torch.zeros_like(p)
+                        self._submit(t, g.contiguous())
             self._raise_hook_error()
             # Read by the executor at this step: applied here, or carried by the pushes to the
             # shards (ps_sync, ps_async).
