@@ -18,7 +18,7 @@ int LiveWorkers(const herd::v1::JobStatus& s) {
 
 std::string PauseReason(const herd::v1::JobStatus& s) {
   return absl::StrFormat("%d of %d workers alive, below min_workers %d; empty slots: %s",
-                         LiveWorkers(s), s.spec().workers(), s.spec().elastic().min_workers(),
+                         LiveWorkers(s), s.workers_size(), s.spec().elastic().min_workers(),
                          EmptySlots(s));
 }
 
@@ -139,7 +139,7 @@ std::string PauseExpired(const herd::v1::JobStatus& s, int64_t now_ms) {
       "paused for %.1f s (pending_timeout %.1f s) with %d of %d workers, below "
       "min_workers %d; empty slots: %s",
       static_cast<double>(now_ms - s.paused_since_unix_ms()) / 1000.0,
-      static_cast<double>(timeout) / 1000.0, LiveWorkers(s), s.spec().workers(),
+      static_cast<double>(timeout) / 1000.0, LiveWorkers(s), s.workers_size(),
       s.spec().elastic().min_workers(), EmptySlots(s));
 }
 
