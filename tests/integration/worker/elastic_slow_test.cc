@@ -137,7 +137,8 @@ INSTANTIATE_TEST_SUITE_P(Modes, ElasticRejoin,
                          ::testing::Values("lp", "sparse", "topk_allgather", "decentralized"));
 
 // A job of three with `max_workers: 4` grows: a fourth `herd worker` under a new name, started a
-// third in while all three are alive, gets a new rank (3) at a new epoch and the state of a
+// third in while all three are alive (it registers once its model and data are loaded, about
+// half-way), gets a new rank (3) at a new epoch and the state of a
 // live worker; the four split the spec's global batch of 3 x 32 and the job ends with four
 // finished workers. The replicated modes end with four identical replicas.
 class ElasticGrow : public ElasticJob, public ::testing::WithParamInterface<const char*> {};
