@@ -102,6 +102,17 @@ std::string JoinRefusal(const herd::v1::JobStatus& s, const herd::v1::ModeSpec& 
       name, s.spec().name(), mode.mode());
 }
 
+std::string GrowRefusal(const herd::v1::JobStatus& s, const herd::v1::ModeSpec& mode,
+                        std::string_view name) {
+  const plan::ModeInfo* m = plan::FindMode(mode.mode());
+  if (m != nullptr && m->shrinks && !m->takes_no_newcomer) return "";
+  return absl::StrFormat(
+      "worker '%s' cannot grow running elastic job '%s' past its %d workers, all alive: mode %s "
+      "takes a worker back in a dead slot but does not grow (its workers keep the worker count "
+      "their executor started with); the job is unchanged",
+      name, s.spec().name(), s.workers_size(), mode.mode());
+}
+
 void NoteWorkerJoin(herd::v1::JobStatus& next, std::string why, int slot, int64_t now_ms) {
   next.set_membership_generation(next.membership_generation() + 1);
   // The newcomer starts at the epoch's boundary: its report from before its death (or none)

@@ -182,6 +182,10 @@ absl::StatusOr<herd::v1::RegisterNodeResponse> SchedulerCore::RegisterNode(
     if (std::string refused = JoinRefusal(job->status, mode, req.name()); !refused.empty()) {
       return absl::FailedPreconditionError(refused);
     }
+    if (std::string refused = GrowRefusal(job->status, mode, req.name());
+        slot == count && !refused.empty()) {
+      return absl::FailedPreconditionError(refused);
+    }
   }
   if (reason.empty()) {
     const auto& old = slots[slot];

@@ -489,6 +489,25 @@ TEST_F(Elastic, JoinsThatTheJobCannotTakeAreRefusedAndChangeNothing) {
       << ps_extra.status();
   EXPECT_EQ(core_->GetJob("ps")->SerializeAsString(), ps_before);
 
+  // ps_async takes a worker back in a dead slot, but does not grow.
+  auto async = testing::AsyncSpec("async", 2, 1);
+  *async.mutable_elastic() = spec.elastic();
+  async.mutable_elastic()->set_max_workers(3);
+  ASSERT_TRUE(core_->SubmitJob(async).ok());
+  Register("async", 2);
+  shard.set_job("async");
+  ASSERT_TRUE(core_->RegisterNode(shard).ok());
+  ASSERT_EQ(core_->GetJob("async")->state(), herd::v1::JOB_RUNNING);
+  const std::string async_before = core_->GetJob("async")->SerializeAsString();
+  auto async_extra = Join("async", "w9");
+  ASSERT_FALSE(async_extra.ok());
+  EXPECT_EQ(async_extra.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(async_extra.status().message().find("mode ps_async takes a worker back in a dead "
+                                                "slot but does not grow"),
+            std::string::npos)
+      << async_extra.status();
+  EXPECT_EQ(core_->GetJob("async")->SerializeAsString(), async_before);
+
   // A mode that neither shrinks nor takes a worker back: the rule, and the job that failed on
   // the death is not joined either.
   herd::v1::ModeSpec dear;
@@ -497,6 +516,12 @@ TEST_F(Elastic, JoinsThatTheJobCannotTakeAreRefusedAndChangeNothing) {
   herd::v1::ModeSpec allreduce;
   allreduce.set_mode("allreduce");
   EXPECT_EQ(JoinRefusal(*before, allreduce, "w9"), "");
+  EXPECT_EQ(GrowRefusal(*before, allreduce, "w9"), "");
+  herd::v1::ModeSpec ps_async;
+  ps_async.set_mode("ps_async");
+  EXPECT_EQ(JoinRefusal(*before, ps_async, "w9"), "") << "it takes a worker back";
+  EXPECT_NE(GrowRefusal(*before, ps_async, "w9").find("does not grow"), std::string::npos)
+      << "but keeps its slots";
   herd::v1::ModeSpec ps_sync;
   ps_sync.set_mode("ps_sync");
   EXPECT_NE(JoinRefusal(*before, ps_sync, "w9").find("takes no newcomer"), std::string::npos)
