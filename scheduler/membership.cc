@@ -155,7 +155,7 @@ absl::StatusOr<herd::v1::RegisterNodeResponse> SchedulerCore::RegisterNode(
     }
     if (slot < 0) {
       // Every slot is alive: a running elastic job grows by one (a new rank) up to max_workers
-      // when its mode takes a newcomer (JoinRefusal below); anything else is refused.
+      // when its mode grows (JoinRefusal and GrowRefusal below); anything else is refused.
       if (may_grow) {
         slot = count;
         reason = absl::StrFormat("worker '%s' joined as new rank %d (%d of at most %d workers)",
