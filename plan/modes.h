@@ -118,10 +118,13 @@ struct ModeInfo {
   bool survives_worker_loss = false;
   // Elastic jobs (JobSpec.elastic): the mode goes on at P-1 after a worker's death: the
   // survivors roll back to their last in-memory commit and rebuild the executor for the live
-  // workers (worker/session.h, docs/elastic.md). A mode without it fails an elastic job too.
+  // workers (worker/session.h, docs/elastic.md). A mode without it (and without
+  // survives_worker_loss) would fail an elastic job too; every mode has one of them.
   bool shrinks = false;
-  // Shrinks, but a worker cannot join it while it runs (ps_sync: the shards' rounds are open
-  // per key, and a newcomer's first push could land in a round that completed without it).
+  // Shrinks, but a worker cannot join it while it runs (ps_sync and ps_ec: the shards' rounds
+  // are open per key, and a newcomer's first push could land in a round that completed without
+  // it; ps_ec's model lives on the workers, which have no communicator to hand it over, and its
+  // shards keep no parameters to pull).
   bool takes_no_newcomer = false;
   StateSet worker_state;  // held by each worker
   StateSet server_state;  // held by the shards

@@ -1,6 +1,7 @@
 // ps_ec: C_LP_S on the server side. The round's pushes are decompressed and summed; the sum
 // plus the residual epsilon is compressed for the pulls, and what compression dropped becomes
-// the new epsilon (algorithms/compression/error_feedback.h).
+// the new epsilon (algorithms/compression/error_feedback.h). In an elastic job a round
+// completes with the live workers' pushes, as ps_sync's (engine.h, RoundCompleteWith).
 
 #include <algorithm>
 
@@ -12,7 +13,7 @@ namespace herd::server {
 
 absl::Status EcEngine::PushLocked(KeyState& ks, const PushArgs& args, std::unique_lock<std::mutex>&,
                                   Deadline) {
-  HERD_RETURN_IF_ERROR(CheckRound(config_, ks.version, ks.pushed, args));
+  HERD_RETURN_IF_ERROR(CheckRoundPushLocked(ks, args));
   // Summed beside the accumulator: the round's last push is taken only once the round is kept.
   std::vector<float> sum(ks.accum);
   // DecompressAdd validates the whole payload before it adds anything.
@@ -21,7 +22,7 @@ absl::Status EcEngine::PushLocked(KeyState& ks, const PushArgs& args, std::uniqu
                                                       KeyName(args.key), args.worker,
                                                       std::string(st.message())));
   }
-  if (ks.pushed_count + 1 < config_.workers) {
+  if (!RoundCompleteWith(ks, args.worker)) {
     if (ks.pushed_count == 0) ks.refused_round = -1;  // a new try of a refused round
     ks.accum.swap(sum);
     ks.pushed[args.worker] = true;
@@ -30,6 +31,19 @@ absl::Status EcEngine::PushLocked(KeyState& ks, const PushArgs& args, std::uniqu
   }
   std::vector<bool> pushers = ks.pushed;
   pushers[args.worker] = true;
+  return CompleteRoundLocked(ks, args.key, std::move(sum), std::move(pushers));
+}
+
+absl::Status EcEngine::CompleteRoundLocked(KeyState& ks, KeyId key, std::vector<float> sum,
+                                           std::vector<bool> pushers) {
+  // The workers scale what they pull by 1/M. A round of an elastic job that completed with the
+  // n < M live workers' pushes is scaled by M/n first, so it still reads as the sum of M pushes
+  // (the workers then step with the mean of the n) and the residual epsilon keeps its units.
+  const auto n = static_cast<int>(std::count(pushers.begin(), pushers.end(), true));
+  if (n > 0 && n != config_.workers) {
+    const float scale = static_cast<float>(config_.workers) / static_cast<float>(n);
+    for (float& v : sum) v *= scale;
+  }
   absl::Status st;
   const std::string_view sum_bytes(reinterpret_cast<const char*>(sum.data()),
                                    sum.size() * sizeof(float));
@@ -37,7 +51,7 @@ absl::Status EcEngine::PushLocked(KeyState& ks, const PushArgs& args, std::uniqu
     st = absl::InvalidArgumentError(absl::StrFormat(
         "round %d of key %s refused: the sum of %s is not finite at index %d; the key stays at "
         "version %d",
-        ks.version, KeyName(args.key), PushersOf(pushers), at, ks.version));
+        ks.version, KeyName(key), PushersOf(pushers), at, ks.version));
   } else {
     NextState next;
     next.epsilon = ks.epsilon;
@@ -45,7 +59,7 @@ absl::Status EcEngine::PushLocked(KeyState& ks, const PushArgs& args, std::uniqu
     std::vector<float> scratch;
     compression::CompressWithFeedback(config_.compressor, sum, *next.epsilon, &*next.result,
                                       &scratch);
-    st = CommitRoundLocked(ks, args.key, std::move(next), PushersOf(pushers));
+    st = CommitRoundLocked(ks, key, std::move(next), PushersOf(pushers));
     if (absl::IsUnavailable(st)) return st;  // not written: the round waits for this push again
   }
   std::fill(ks.accum.begin(), ks.accum.end(), 0.0f);

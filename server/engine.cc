@@ -379,7 +379,36 @@ void Engine::SetLiveWorkers(const std::vector<int>& ranks) {
   }
 }
 
-void Engine::OnLiveWorkersLocked(KeyState& ks, KeyId) { ks.cv.notify_all(); }
+void Engine::OnLiveWorkersLocked(KeyState& ks, KeyId key) {
+  if (config_.elastic && config_.mode != Mode::kAsync && ks.initialized && ks.pushed_count > 0 &&
+      RoundCompleteWith(ks, -1)) {
+    (void)CompleteOpenRoundLocked(ks, key);
+  }
+  ks.cv.notify_all();
+}
+
+bool Engine::RoundCompleteWith(const KeyState& ks, int worker) const {
+  for (int w = 0; w < config_.workers; ++w) {
+    if (ks.pushed[w] || w == worker) continue;
+    if (config_.elastic && !LiveWorker(w)) continue;
+    return false;
+  }
+  return ks.pushed_count > 0 || worker >= 0;
+}
+
+absl::Status Engine::CheckRoundPushLocked(KeyState& ks, const PushArgs& args) {
+  if (config_.elastic && !LiveWorker(args.worker)) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "worker %d is not a live worker of job '%s' (the scheduler declared it dead); its push "
+        "for key %s was not applied",
+        args.worker, config_.job, KeyName(args.key)));
+  }
+  absl::Status st = CheckRound(config_, ks.version, ks.pushed, args);
+  if (absl::IsAlreadyExists(st) && config_.elastic && RoundCompleteWith(ks, -1)) {
+    (void)CompleteOpenRoundLocked(ks, args.key);
+  }
+  return st;
+}
 
 absl::StatusOr<int> Engine::WriteAll() {
   // Not Usable(): the final write of a clean stop runs after Shutdown(), once no call can

@@ -13,6 +13,10 @@
 //                           round's sum plus the server residual epsilon is compressed, the
 //                           new epsilon kept, and pulls get the compressed sum (C_LP_S).
 //
+// Elastic jobs (ShardConfig::elastic): a ps_sync or ps_ec round completes once every *live*
+// worker pushed it (SetLiveWorkers); ps_sync steps with the mean of the pushes it took, ps_ec
+// scales their sum to M pushes' worth (the workers divide by M).
+//
 // Errors (state unchanged on every one): NOT_FOUND (other job, worker not in the job, key not
 // of this job or not on this shard), INVALID_ARGUMENT (wrong length, dtype, undecodable
 // payload, a non-finite value, a round whose result would be non-finite), FAILED_PRECONDITION
@@ -105,8 +109,8 @@ class Engine {
   // The keys of this shard, in order.
   std::vector<KeyId> Keys() const;
   // Live workers (from the scheduler's plan); ps_async's bound ignores the others, and an
-  // elastic job's ps_sync rounds complete without them (a round that waited only for a worker
-  // that died completes here).
+  // elastic job's ps_sync and ps_ec rounds complete without them (a round that waited only for a
+  // worker that died completes here).
   void SetLiveWorkers(const std::vector<int>& ranks);
   // Writes every key now (checkpoint). Returns the number of keys written.
   absl::StatusOr<int> WriteAll();
@@ -201,8 +205,29 @@ class Engine {
                                   std::unique_lock<std::mutex>& lock, Deadline deadline) = 0;
   // The payload a pull returns, with the key locked.
   virtual std::string PullPayloadLocked(const KeyState& ks) const;
-  // After the live workers changed, with the key locked (default: wake its waiters).
-  virtual void OnLiveWorkersLocked(KeyState& ks, KeyId key);
+  // ps_sync / ps_ec: completes the key's open round with the pushes it holds (locked); see
+  // OnLiveWorkersLocked. The default (ps_async, which has no rounds) does nothing.
+  virtual absl::Status CompleteOpenRoundLocked(KeyState& /*ks*/, KeyId /*key*/) {
+    return absl::OkStatus();
+  }
+
+  // ---- The rounds of an elastic job (ps_sync and ps_ec; docs/elastic.md) ----
+  //
+  // Whether the open round is complete once `worker` (-1: nobody new) has pushed it: every
+  // worker pushed, or, in an elastic job, every live one (a push a dead worker made before it
+  // died counts; it is not waited for).
+  bool RoundCompleteWith(const KeyState& ks, int worker) const;
+  // The checks of a round's push, in the order both engines need them: a push of a worker the
+  // scheduler declared dead is refused (its round may complete without it, and a late push
+  // must not enter another round), then CheckRound. A push made again (the client's resume
+  // after a lost answer) that finds its first one in a round that, after a death, waits for
+  // no one completes that round (a write that failed when the live workers changed is retried
+  // here); the caller still returns the error and the client then pulls the result.
+  absl::Status CheckRoundPushLocked(KeyState& ks, const PushArgs& args);
+  // After the live workers changed, with the key locked: in an elastic job a round that waited
+  // only for workers that died completes now (CompleteOpenRoundLocked), so the survivors
+  // blocked in its pull go on without rerunning anything; then the key's waiters wake.
+  void OnLiveWorkersLocked(KeyState& ks, KeyId key);
 
   // Makes `next` the key's state at version + 1: INVALID_ARGUMENT naming `who` (the pushes
   // that made the round) when a value is not finite, UNAVAILABLE when the durability policy

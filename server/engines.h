@@ -15,10 +15,9 @@ class SyncEngine final : public Engine {
  private:
   absl::Status PushLocked(KeyState& ks, const PushArgs& args, std::unique_lock<std::mutex>& lock,
                           Deadline deadline) override;
-  void OnLiveWorkersLocked(KeyState& ks, KeyId key) override;
-  // Whether the open round is complete once `worker` (-1: nobody new) has pushed it: every
-  // worker pushed, or in an elastic job every live one.
-  bool RoundCompleteWith(const KeyState& ks, int worker) const;
+  absl::Status CompleteOpenRoundLocked(KeyState& ks, KeyId key) override {
+    return CompleteRoundLocked(ks, key, -1, {});
+  }
   // Applies the open round: the mean (or sum) of the accumulated pushes plus `last` (may be
   // empty) through the optimizer. See PushLocked for what a failed write leaves.
   absl::Status CompleteRoundLocked(KeyState& ks, KeyId key, int last_worker,
@@ -46,6 +45,14 @@ class EcEngine final : public Engine {
   absl::Status PushLocked(KeyState& ks, const PushArgs& args, std::unique_lock<std::mutex>& lock,
                           Deadline deadline) override;
   std::string PullPayloadLocked(const KeyState& ks) const override { return ks.result; }
+  absl::Status CompleteOpenRoundLocked(KeyState& ks, KeyId key) override {
+    return CompleteRoundLocked(ks, key, ks.accum, ks.pushed);
+  }
+  // Completes the open round whose pushes (`pushers`) sum to `sum`: compresses it (in units of
+  // M pushes, see PushLocked) with the residual epsilon for the pulls. See SyncEngine's for
+  // what a failed write leaves.
+  absl::Status CompleteRoundLocked(KeyState& ks, KeyId key, std::vector<float> sum,
+                                   std::vector<bool> pushers);
 };
 
 // The round checks ps_sync and ps_ec share: the round is the key's open one and the worker

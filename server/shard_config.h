@@ -52,8 +52,8 @@ struct ShardConfig {
   Mode mode = Mode::kSync;
   int workers = 1;      // M: ranks 0..M-1
   bool average = true;  // ps_sync: divide the sum by M before the optimizer
-  // The job is elastic (JobSpec.elastic): a ps_sync round completes once every *live* worker
-  // pushed it (docs/elastic.md); otherwise it waits for all M.
+  // The job is elastic (JobSpec.elastic): a ps_sync or ps_ec round completes once every *live*
+  // worker pushed it (docs/elastic.md); otherwise it waits for all M.
   bool elastic = false;
   OptimizerConfig optimizer;
   int64_t staleness = 4;  // ps_async bound s (kInfiniteStaleness: none)

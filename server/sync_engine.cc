@@ -70,34 +70,9 @@ std::string PushersOf(const std::vector<bool>& pushed) {
   return out;
 }
 
-bool SyncEngine::RoundCompleteWith(const KeyState& ks, int worker) const {
-  for (int w = 0; w < config_.workers; ++w) {
-    if (ks.pushed[w] || w == worker) continue;
-    // Elastic: a dead worker's push is not waited for (one it made before it died counts).
-    if (config_.elastic && !LiveWorker(w)) continue;
-    return false;
-  }
-  return ks.pushed_count > 0 || worker >= 0;
-}
-
 absl::Status SyncEngine::PushLocked(KeyState& ks, const PushArgs& args,
                                     std::unique_lock<std::mutex>&, Deadline) {
-  if (config_.elastic && !LiveWorker(args.worker)) {
-    // Its round would complete without it: a late push must not enter another round.
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "worker %d is not a live worker of job '%s' (the scheduler declared it dead); its push "
-        "for key %s was not applied",
-        args.worker, config_.job, KeyName(args.key)));
-  }
-  if (absl::Status st = CheckRound(config_, ks.version, ks.pushed, args); !st.ok()) {
-    if (absl::IsAlreadyExists(st) && config_.elastic && RoundCompleteWith(ks, -1)) {
-      // A push made again (the client's resume after a lost answer) finds its first one in a
-      // round that, after a death, waits for no one: complete it (a write that failed when
-      // the live workers changed is retried here); the caller then pulls the result.
-      (void)CompleteRoundLocked(ks, args.key, -1, {});
-    }
-    return st;
-  }
+  HERD_RETURN_IF_ERROR(CheckRoundPushLocked(ks, args));
   HERD_RETURN_IF_ERROR(CheckFp32Gradient(args, ks.count));
   // One round, one step: its pushes step with the same learning rate (the workers follow the
   // same schedule). A disagreeing push is refused, and the round goes on without it.
@@ -158,15 +133,6 @@ absl::Status SyncEngine::CompleteRoundLocked(KeyState& ks, KeyId key, int last_w
     ks.cv.notify_all();
   }
   return st;
-}
-
-void SyncEngine::OnLiveWorkersLocked(KeyState& ks, KeyId key) {
-  // A round that waited only for workers that died completes now: the survivors blocked in
-  // its pull go on without rerunning anything (their state is the shards').
-  if (config_.elastic && ks.initialized && ks.pushed_count > 0 && RoundCompleteWith(ks, -1)) {
-    (void)CompleteRoundLocked(ks, key, -1, {});
-  }
-  ks.cv.notify_all();
 }
 
 }  // namespace herd::server

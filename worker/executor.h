@@ -100,11 +100,19 @@ class Executor {
   }
   // A line for the logs about what the executor settled on (e.g. the tuned threshold).
   virtual std::string Describe() const { return std::string(mode()); }
+  // How many iterations the state lags right after EndBackward (elastic commits,
+  // worker/session_elastic.cc). 0: the parameters and ExportState are the state after the
+  // iteration that ended (Flush returns at once). 1 (dear): the updates of iteration i are
+  // applied during the forward of i+1, so right after EndBackward(i) the parameters and
+  // ExportState are exactly the state after iteration i-1, and read without a Flush (which
+  // would wait for the all-gathers in flight and lose their overlap with the next forward).
+  virtual int StateLag() const { return 0; }
 
   // The state the executor carries from one iteration to the next, topology-free
   // (checkpoint/state.h): optimizer slots, error-feedback residuals, replicas, clocks, a
   // tuner's observations — never the parameters, which live in the model's tensors (the
-  // session exports them). Called after Flush. Names are "<kind>/<tensor name>"; the kinds
+  // session exports them). Called after Flush (or, with StateLag() 1, right after EndBackward:
+  // the state after the iteration before). Names are "<kind>/<tensor name>"; the kinds
   // and how each one reshards are in docs/checkpoint.md.
   virtual absl::Status ExportState(checkpoint::ProcessState& out) const { return absl::OkStatus(); }
   // Takes back what `from` holds of this executor's state, whichever mode and worker count

@@ -41,8 +41,20 @@ absl::StatusOr<herd::v1::TrainingResult> Train(Session& session,
   herd::v1::TrainingResult result;
   const auto begin = std::chrono::steady_clock::now();
   int64_t samples = 0;
-  for (int64_t it = first; it < total; ++it) {
+  for (int64_t it = first;; ++it) {
     session.SetDataPosition(at);
+    if (it == total) {
+      // The final checkpoint (Finish) is at the data position past the last batch: a resume
+      // from it has nothing left to train. Flush waits for dear's last all-gathers, which a
+      // worker's death can interrupt like any collective: an elastic job goes on from its
+      // last commit then.
+      const absl::Status flushed = session.Flush();
+      if (flushed.ok()) break;
+      HERD_ASSIGN_OR_RETURN(Session::Rollback back, session.Recover(flushed));
+      it = back.iteration - 1;
+      at = back.position;
+      continue;
+    }
     absl::StatusOr<Executor*> begun = session.BeginIteration(it);
     if (!begun.ok() && session.preempted()) {
       // Stopped at the preemption checkpoint: nothing failed, `--resume` continues from it.
@@ -77,10 +89,6 @@ absl::StatusOr<herd::v1::TrainingResult> Train(Session& session,
     result.set_final_loss(step->loss);
     at = Advance(at, samples_total, world, batch);
   }
-  // The final checkpoint (Finish) is at the data position past the last batch: a resume from
-  // it has nothing left to train.
-  session.SetDataPosition(at);
-  HERD_RETURN_IF_ERROR(session.Flush());
   const double seconds = Seconds(std::chrono::steady_clock::now() - begin).count();
   result.set_iterations(total - first);
   result.set_train_seconds(seconds);

@@ -244,25 +244,7 @@ absl::StatusOr<Executor*> Session::BeginIteration(int64_t iteration) {
   }
   if (elastic_ && executor_ != nullptr && !ModeUsesCommunicator(plan->mode().mode()) &&
       plan->membership_generation() != generation_) {
-    // ps_sync after a death: the shards completed the interrupted round without the dead
-    // worker, nothing is rerun, and the live workers split the global batch from here on.
-    const int index = MemberIndex(*plan, rank_);
-    if (index < 0) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "iteration %d: worker %d is not among the live workers of job '%s' (the scheduler "
-          "declared it dead)",
-          iteration, rank_, options_.job));
-    }
-    member_index_ = index;
-    members_count_ = plan->ranks_size();
-    {
-      std::lock_guard<std::mutex> lock(mu_);  // the heartbeat thread reads it
-      generation_ = plan->membership_generation();
-    }
-    Log().info(
-        "worker {}: {} live worker(s) from iteration {} (membership generation {}); this "
-        "worker is member {} of them",
-        rank_, members_count_, iteration, generation_, member_index_);
+    HERD_RETURN_IF_ERROR(FollowShrinkOnShards(*plan, iteration));
   }
   if (elastic_ && MembershipChanged(*plan)) {
     // A peer of this stretch died: the iteration may be one the survivors run again from an
@@ -319,6 +301,7 @@ absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
   // dropping them (checkpoint/state.h; the rules of the new mode decide what it takes).
   std::optional<checkpoint::ProcessState> carried;
   if (executor_) {
+    HERD_RETURN_IF_ERROR(SettleLaggedReport());  // dear's last iteration, before it goes
     HERD_ASSIGN_OR_RETURN(carried, TakeExecutorState(*executor_, member_index_));
     exposed_seconds_ += executor_->TakeExposedSeconds();
     executor_.reset();
@@ -434,7 +417,14 @@ absl::Status Session::EndIteration(const StepStats& step) {
   }
   const double exposed = executor_->TakeExposedSeconds();
   exposed_seconds_ += exposed;
-  if (elastic_ && ModeUsesCommunicator(executor_->mode())) {
+  // dear in an elastic job: the state right now is that after the iteration before (its
+  // updates of this one apply during the next forward); it is committed without waiting for
+  // the all-gathers in flight, and this iteration's report waits for its own commit.
+  const bool lagged =
+      elastic_ && ModeUsesCommunicator(executor_->mode()) && executor_->StateLag() > 0;
+  if (lagged) {
+    HERD_RETURN_IF_ERROR(Explain(CommitIteration(iteration_ - 1, /*flush=*/false)));
+  } else if (elastic_ && ModeUsesCommunicator(executor_->mode())) {
     HERD_RETURN_IF_ERROR(Explain(CommitIteration(iteration_)));
   }
   herd::v1::ReportIterationRequest report;
@@ -456,22 +446,36 @@ absl::Status Session::EndIteration(const StepStats& step) {
                                                  .forward_seconds = step.forward_seconds,
                                                  .backward_seconds = step.backward_seconds,
                                                  .exposed_comm_seconds = exposed});
+  if (lagged) {
+    if (lagged_report_ && lagged_report_->iteration() == iteration_ - 1) {
+      SendReport(*lagged_report_);
+    }
+    lagged_report_ = std::move(report);
+    return absl::OkStatus();
+  }
+  SendReport(report);
+  return absl::OkStatus();
+}
+
+void Session::SendReport(const herd::v1::ReportIterationRequest& report) {
   // Progress is informational: a report lost to a scheduler restart costs nothing.
   if (auto r = client_->ReportIteration(report); !r.ok()) {
-    Log().warn("worker {}: report of iteration {}: {}", rank_, iteration_, r.status().ToString());
+    Log().warn("worker {}: report of iteration {}: {}", rank_, report.iteration(),
+               r.status().ToString());
   }
-  return absl::OkStatus();
 }
 
 absl::Status Session::Flush() {
   if (executor_ == nullptr) return absl::OkStatus();
   HERD_RETURN_IF_ERROR(Explain(executor_->Flush()));
+  HERD_RETURN_IF_ERROR(Explain(SettleLaggedReport()));
   exposed_seconds_ += executor_->TakeExposedSeconds();
   executor_description_ = executor_->Describe();
   return absl::OkStatus();
 }
 
 absl::StatusOr<herd::v1::JobStatus> Session::Finish(herd::v1::TrainingResult result) {
+  if (lagged_report_) HERD_RETURN_IF_ERROR(Flush());  // the last iteration's report
   if (executor_description_.empty() && executor_) executor_description_ = executor_->Describe();
   if (result.executor().empty()) result.set_executor(executor_description_);
   if (result.params_digest().empty()) result.set_params_digest(ParamsDigest());

@@ -260,12 +260,25 @@ class Session {
   // Elastic membership (session_elastic.cc).
   // Keeps the state after `iteration` (parameters and executor state) in memory; the two newest
   // commits are kept (a survivor may be one iteration ahead of the slowest).
-  absl::Status CommitIteration(int64_t iteration);
+  // `flush`: Flush the executor first (false only where its StateLag says the state is that
+  // of `iteration` already). A commit of the iteration the newest one holds is not taken again.
+  absl::Status CommitIteration(int64_t iteration, bool flush = true);
+  // Sends the report of an iteration to the scheduler (progress is informational: a failure is
+  // logged, not returned).
+  void SendReport(const herd::v1::ReportIterationRequest& report);
+  // dear (StateLag 1): the report of the iteration ended last waits until that iteration is
+  // committed: at the next EndIteration, or here (Flush first), before a mode switch, the end,
+  // or anything that reads the parameters as final.
+  absl::Status SettleLaggedReport();
   // Heartbeat thread: aborts the communicator when a member of the current stretch died, so a
   // rank blocked in a collective returns at once and can Recover.
   void WatchMembership(const herd::v1::HeartbeatResponse& answer);
   // Whether the plan's live workers differ from those of the current stretch.
   bool MembershipChanged(const herd::v1::Plan& plan) const;
+  // ps_sync and ps_ec after a death: the shards completed the interrupted round without the
+  // dead worker, nothing is rerun; this worker takes its position among the live workers of
+  // `plan` (the data split follows) and keeps its executor.
+  absl::Status FollowShrinkOnShards(const herd::v1::Plan& plan, int64_t iteration);
   // On the new communicator of a stretch after a membership change: the members say whether
   // they join; each joiner receives the state before `iteration` from its source (the nearest
   // live member before it), imports the parameters and gets the executor's state in `carried`
@@ -327,6 +340,10 @@ class Session {
     checkpoint::ProcessState state;
   };
   std::deque<Commit> commits_;
+  // dear in an elastic job: the report of the iteration ended last, sent once it is committed
+  // (a report reaches the scheduler only after its commit: the epoch after a death begins
+  // after the last iteration every live worker reported).
+  std::optional<herd::v1::ReportIterationRequest> lagged_report_;
   std::map<int64_t, DataPosition> positions_;  // of the iterations begun lately
   // A rollback's executor state, for the executor the next BeginIteration builds.
   std::optional<checkpoint::ProcessState> restored_;

@@ -58,18 +58,22 @@ int64_t OwnStateBytes(const checkpoint::ProcessState& s) {
 
 }  // namespace
 
-absl::Status Session::CommitIteration(int64_t iteration) {
+absl::Status Session::CommitIteration(int64_t iteration, bool flush) {
+  // The state of that iteration is held already (dear after a rollback or a join: the first
+  // EndIteration commits the iteration before, which the rollback restored).
+  if (!commits_.empty() && commits_.back().iteration == iteration) return absl::OkStatus();
   const auto begin = std::chrono::steady_clock::now();
   Commit c;
   c.iteration = iteration;
   c.state.process = checkpoint::WorkerProcess(member_index_);
-  ExportParams(c.state, tensors_);
   if (executor_) {
-    // The collective modes that shrink have nothing in flight after EndBackward: Flush returns
-    // at once and the export is a copy.
-    HERD_RETURN_IF_ERROR(executor_->Flush());
+    // The modes with nothing in flight after EndBackward: Flush returns at once and the
+    // export is a copy. dear (flush false) leaves its all-gathers running: the parameters and
+    // its state are those of the iteration before (Executor::StateLag).
+    if (flush) HERD_RETURN_IF_ERROR(executor_->Flush());
     HERD_RETURN_IF_ERROR(executor_->ExportState(c.state));
   }
+  ExportParams(c.state, tensors_);
   // Reuse the oldest commit's memory is not worth it: two copies of the state are kept.
   commits_.push_back(std::move(c));
   while (commits_.size() > 2) commits_.pop_front();
@@ -109,6 +113,49 @@ void Session::WatchMembership(const herd::v1::HeartbeatResponse& answer) {
     (void)comm_->abort(absl::UnavailableError(absl::StrFormat(
         "job '%s' changed its membership (%s)", options_.job, status->epoch_reason())));
   }
+}
+
+absl::Status Session::SettleLaggedReport() {
+  if (!lagged_report_) return absl::OkStatus();
+  HERD_RETURN_IF_ERROR(CommitIteration(lagged_report_->iteration(), /*flush=*/true));
+  SendReport(*lagged_report_);
+  lagged_report_.reset();
+  return absl::OkStatus();
+}
+
+absl::Status Session::FollowShrinkOnShards(const herd::v1::Plan& plan, int64_t iteration) {
+  const int index = MemberIndex(plan, rank_);
+  if (index < 0) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "iteration %d: worker %d is not among the live workers of job '%s' (the scheduler "
+        "declared it dead)",
+        iteration, rank_, options_.job));
+  }
+  // ps_ec: the dead worker's error-feedback residuals (what its compressed pushes had not yet
+  // delivered) are gone with it; their size is this worker's own.
+  int64_t lost = 0;
+  if (executor_ != nullptr) {
+    checkpoint::ProcessState own;
+    HERD_RETURN_IF_ERROR(executor_->ExportState(own));
+    lost = OwnStateBytes(own);
+  }
+  const int before = members_count_;
+  member_index_ = index;
+  members_count_ = plan.ranks_size();
+  {
+    std::lock_guard<std::mutex> lock(mu_);  // the heartbeat thread reads it
+    generation_ = plan.membership_generation();
+  }
+  Log().info(
+      "worker {}: {} live worker(s) from iteration {} (membership generation {}); this "
+      "worker is member {} of them{}",
+      rank_, members_count_, iteration, generation_, member_index_,
+      lost > 0 && members_count_ < before
+          ? absl::StrFormat("; the dead worker's own error-feedback residuals (about %d bytes) "
+                            "are lost",
+                            lost)
+          : std::string());
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Session::Rollback> Session::Recover(const absl::Status& error) {
@@ -194,6 +241,7 @@ absl::StatusOr<Session::Rollback> Session::Recover(const absl::Status& error) {
     members_.clear();
   }
   executor_key_.clear();
+  lagged_report_.reset();  // dear: the iteration it reports runs again
   checkpoint::ProcessState state = commit->state;
   state.process = checkpoint::WorkerProcess(0);
   {

@@ -1,8 +1,10 @@
 #include "worker/executors/clps_executor.h"
 
 #include "absl/strings/str_format.h"
+#include "algorithms/collectives/options.h"
 #include "algorithms/compression/compressor.h"
 #include "algorithms/lowprec/centralized_low_precision.h"
+#include "common/logging.h"
 #include "common/splitmix.h"
 #include "common/status.h"
 #include "worker/executors/bucket_reduce_executor.h"
@@ -34,6 +36,14 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeClpsExecutor(const ExecutorContext
   // mode's); epsilon holds, on each rank, only the elements of the chunks it reduces, so at
   // another worker count every rank takes the sum (each element's one owner's value) and
   // reads its new chunks from it.
+  //
+  // An elastic job's survivor imports only its own commit, taken with P workers, into the
+  // executor of the P-1 live ones (docs/elastic.md): its epsilon covers its old chunks, and the
+  // chunks' owners changed with P. Each rank keeps the part of its epsilon that lies in the
+  // chunks it reduces now and drops the rest: an element that changed owner starts at zero on
+  // its new owner (its old owner's value is not sent over; error feedback loses at most the
+  // one compression error it held), and no element is ever held by two ranks (a later export
+  // at another worker count sums the owners' values).
   r.export_state = [context, state](const FusedBuckets& buckets, int64_t,
                                     checkpoint::ProcessState& out) {
     const auto places = PlacesIn(buckets, context.tensors.size());
@@ -44,10 +54,30 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeClpsExecutor(const ExecutorContext
                                     const checkpoint::StateSource& from,
                                     ImportWhere where) -> absl::StatusOr<ImportStep> {
     const auto places = PlacesIn(buckets, context.tensors.size());
+    const ImportStep keep_own_chunks = [state, where] {
+      int64_t dropped = 0;
+      for (auto& epsilon : state->epsilon) {
+        const size_t begin = collectives::ChunkBegin(epsilon.size(), where.world, where.rank);
+        const size_t end = collectives::ChunkBegin(epsilon.size(), where.world, where.rank + 1);
+        for (size_t i = 0; i < epsilon.size(); ++i) {
+          if ((i < begin || i >= end) && epsilon[i] != 0.0f) {
+            epsilon[i] = 0.0f;
+            ++dropped;
+          }
+        }
+      }
+      if (dropped > 0) {
+        Log().info(
+            "clps: rank {} of {}: dropped {} values of the imported reducer residual that lie "
+            "in chunks another rank reduces",
+            where.rank, where.world, dropped);
+      }
+    };
     return Combine({ImportPlaced(from, "residual", Reshard::kMean, where, context.tensors, places,
                                  &state->delta),
                     ImportPlaced(from, "reducer_residual", Reshard::kSum, where, context.tensors,
-                                 places, &state->epsilon)});
+                                 places, &state->epsilon),
+                    keep_own_chunks});
   };
   r.make_op = [context, state, compressor](int b, float* data, size_t count, int64_t iteration) {
     lowprec::CentralizedLowPrecisionOptions o;

@@ -108,6 +108,11 @@ class DearExecutor final : public Executor {
     return CompleteThrough(buckets_->buckets() - 1);
   }
 
+  // After EndBackward(i) every update of i-1 is applied (EndBackward completes the all-gathers
+  // a forward left) and none of i (they apply in the forward of i+1); the all-gathers in
+  // flight write only into the buckets' buffers, which are not state.
+  int StateLag() const override { return 1; }
+
   // The optimizer's slots (replicated) and the tuner's observations; the buckets are not state
   // (the tuned threshold is, and rebuilds them).
   absl::Status ExportState(checkpoint::ProcessState& out) const override {

@@ -1,5 +1,8 @@
 #include "worker/executors/decentralized_lp_executor.h"
 
+#include <optional>
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "algorithms/compression/compressor.h"
@@ -84,11 +87,13 @@ class DecentralizedLpExecutor final : public Executor {
   absl::Status Flush() override { return queue_.Drain(Deadline::After(context_.timeout)); }
 
   // The optimizer's slots, per rank; the replicas as "replica/<t>@<owner>" (this worker's copy
-  // of rank owner's model as its neighbours know it: itself and its ring neighbours). The
-  // model itself is the parameters (the session's), marked per rank.
+  // of rank owner's model as its neighbours know it: itself and its ring neighbours), and the
+  // ring they belong to (kReplicaRing). The model itself is the parameters (the session's),
+  // marked per rank.
   absl::Status ExportState(checkpoint::ProcessState& out) const override {
     optimizer_.ExportState(out);
     out.values[std::string(kPerRankModels)] = "1";
+    out.values[kReplicaRing] = Ring();
     for (size_t i = 0; i < replicas_.size(); ++i) {
       ExportPlaced(out, "replica", context_.tensors, PlacesOf(i), replicas_,
                    absl::StrCat("@", Owner(i)));
@@ -96,14 +101,18 @@ class DecentralizedLpExecutor final : public Executor {
     return absl::OkStatus();
   }
 
-  // At the same worker count the replicas come back as they were (a resume continues bit for
-  // bit); at another, the ring's neighbours changed and the replicas keep what Start()
-  // exchanged: the neighbours' current models.
+  // On the same ring the replicas come back as they were (a resume continues bit for bit). On
+  // another (another worker count, or an elastic job's new membership: the ranks are the
+  // positions among the live workers, so rank 1 of the new ring may be another worker than
+  // rank 1 of the old one, and a rejoined worker's model is its source's) the replicas keep
+  // what Start() exchanged: the new neighbours' current models, in full precision, so every
+  // replica is again bitwise its owner's model, as D_LP_S needs.
   absl::Status ImportState(const checkpoint::StateSource& from) override {
     const ImportWhere where = WhereOf(context_);
     std::vector<absl::StatusOr<ImportStep>> steps;
     steps.push_back(optimizer_.ImportState(from, Reshard::kAverage, where));
-    if (from.workers() == where.world) {
+    const std::optional<std::string> ring = ReadValue(from, kReplicaRing, where);
+    if (from.workers() == where.world && (!ring || *ring == Ring())) {
       for (size_t i = 0; i < replicas_.size(); ++i) {
         steps.push_back(ImportPlaced(from, "replica", Reshard::kAverage, where, context_.tensors,
                                      PlacesOf(i), &replicas_, absl::StrCat("@", Owner(i))));
@@ -113,6 +122,14 @@ class DecentralizedLpExecutor final : public Executor {
   }
 
  private:
+  // The ring the replicas belong to: its size and the job's membership generation (which
+  // moves on at every death and join of an elastic job).
+  static constexpr char kReplicaRing[] = "replica/ring";
+  std::string Ring() const {
+    return absl::StrFormat("%d workers, membership generation %d", context_.plan.world_size(),
+                           context_.plan.membership_generation());
+  }
+
   // Replica i: 0 is this worker's own, i >= 1 its peer i-1's.
   int Owner(size_t i) const { return i == 0 ? context_.rank : options_.peers[i - 1]; }
   std::vector<TensorPlace> PlacesOf(size_t i) const {

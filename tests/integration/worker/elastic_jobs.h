@@ -49,16 +49,50 @@ class ElasticJob : public ::testing::Test {
   }
 
   // A job of `workers` MLP workers in `mode` with the elastic block `elastic`.
+  // A job of `workers` MLP workers in `mode` with the elastic block `elastic` (and `servers`
+  // parameter-server shards).
   void Submit(const std::string& name, int workers, int samples, const std::string& elastic,
-              const std::string& mode = "allreduce") {
+              const std::string& mode = "allreduce", int servers = 0) {
     const std::string path = dir_ + "/" + name + ".yaml";
     std::ofstream(path) << "name: " << name << "\nmode: " << mode << "\nworkers: " << workers
+                        << "\nservers: " << servers
                         << "\nseed: 5\noptimizer: {name: momentum, learning_rate: 0.05}\n"
                         << "training: {model: mlp, epochs: 1, batch_size: 32, train_samples: "
                         << samples << "}\n"
                         << (elastic.empty() ? "" : "elastic: " + elastic + "\n");
     auto submitted = RunHerd({"job", "submit", path, "--scheduler", sched_.address()});
     ASSERT_EQ(submitted.rc, 0) << submitted.out;
+  }
+  // The shard of a ps_* job, its state under the test's folder, logging to Log("<job>-shard").
+  pid_t Shard(const std::string& job) {
+    const pid_t pid = SpawnHerd({"server", "--scheduler", sched_.address(), "--job", job, "--state",
+                                 dir_ + "/" + job + "-shard", "--wait-for-job", "60"},
+                                Log(job + "-shard"));
+    pids_.push_back(pid);
+    return pid;
+  }
+  // Four MLP workers of `job` in `mode` (a ps_* mode with one shard) run to the end; with
+  // `kill`, worker 1 is killed with SIGKILL a third in (iteration 78 of 234) and the other
+  // three must finish it (`killed_at`: when, in Unix ms). The scheduler must run. Returns the
+  // job's `herd job status`.
+  std::string FourWorkers(const std::string& job, const std::string& mode, bool kill,
+                          int64_t* killed_at = nullptr) {
+    const bool ps = mode.rfind("ps_", 0) == 0;
+    Submit(job, 4, 30000, "{min_workers: 2, max_failures: 1}", mode, ps ? 1 : 0);
+    const pid_t shard = ps ? Shard(job) : 0;
+    std::vector<pid_t> w;
+    for (int i = 0; i < 4; ++i) w.push_back(Worker(job, i));
+    if (kill) {
+      WaitForIteration(job, 78);
+      if (killed_at != nullptr) *killed_at = NowUnixMs();
+      ::kill(w[1], SIGKILL);
+    }
+    for (int i = 0; i < 4; ++i) {
+      if (kill && i == 1) continue;
+      EXPECT_EQ(ExitCode(w[i], 180), 0) << ReadFile(Log(job + "-w" + std::to_string(i)));
+    }
+    if (ps) EXPECT_EQ(ExitCode(shard, 60), 0) << ReadFile(Log(job + "-shard"));
+    return Status(job);
   }
   // Worker `i` of `job` (name "w<i>", rank i), logging to Log("<job>-w<i><log_suffix>").
   pid_t Worker(const std::string& job, int i, const std::string& log_suffix = "") {

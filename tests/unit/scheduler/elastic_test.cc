@@ -8,6 +8,7 @@
 
 #include <thread>
 
+#include "plan/modes.h"
 #include "scheduler/client/job_yaml.h"
 #include "scheduler/elastic.h"
 #include "scheduler/job_spec.h"
@@ -508,31 +509,36 @@ TEST_F(Elastic, JoinsThatTheJobCannotTakeAreRefusedAndChangeNothing) {
       << async_extra.status();
   EXPECT_EQ(core_->GetJob("async")->SerializeAsString(), async_before);
 
-  // A mode that neither shrinks nor takes a worker back: the rule, and the job that failed on
-  // the death is not joined either.
-  herd::v1::ModeSpec dear;
-  dear.set_mode("dear");
-  EXPECT_NE(JoinRefusal(*before, dear, "w9").find("mode dear does not go on"), std::string::npos);
-  herd::v1::ModeSpec allreduce;
-  allreduce.set_mode("allreduce");
-  EXPECT_EQ(JoinRefusal(*before, allreduce, "w9"), "");
-  EXPECT_EQ(GrowRefusal(*before, allreduce, "w9"), "");
-  herd::v1::ModeSpec ps_async;
-  ps_async.set_mode("ps_async");
-  EXPECT_EQ(JoinRefusal(*before, ps_async, "w9"), "") << "it takes a worker back";
-  EXPECT_NE(GrowRefusal(*before, ps_async, "w9").find("does not grow"), std::string::npos)
-      << "but keeps its slots";
+  // A mode that neither shrinks nor takes a worker back (none of the registry's: one it does
+  // not know) is refused; every mode that shrinks takes a newcomer, but ps_sync and ps_ec.
+  herd::v1::ModeSpec unknown;
+  unknown.set_mode("no_such_mode");
+  EXPECT_NE(JoinRefusal(*before, unknown, "w9").find("mode no_such_mode does not go on"),
+            std::string::npos);
+  for (const char* name : {"allreduce", "dear", "lp", "sparse", "topk_allgather", "decentralized",
+                           "decentralized_lp", "clps", "ps_async"}) {
+    herd::v1::ModeSpec mode;
+    mode.set_mode(name);
+    EXPECT_EQ(JoinRefusal(*before, mode, "w9"), "") << name;
+    // Each grows too, but ps_async: it takes a worker back only in a dead slot.
+    EXPECT_EQ(GrowRefusal(*before, mode, "w9").find("does not grow") != std::string::npos,
+              std::string(name) == "ps_async")
+        << name;
+  }
   herd::v1::ModeSpec ps_sync;
   ps_sync.set_mode("ps_sync");
   EXPECT_NE(JoinRefusal(*before, ps_sync, "w9").find("takes no newcomer"), std::string::npos)
       << "it shrinks, but its open rounds cannot take a newcomer's push";
-  auto lp = ElasticSpec("dlp", 3, 1, 3, 60000);
-  lp.mutable_mode()->set_mode("decentralized_lp");
-  ASSERT_TRUE(core_->SubmitJob(lp).ok());
-  auto ids = Register("dlp", 3);
-  KeepAlive("dlp", {ids[0], ids[1]}, 700ms);
-  ASSERT_EQ(core_->GetJob("dlp")->state(), herd::v1::JOB_FAILED);
-  auto late = Join("dlp", "w2");
+  herd::v1::ModeSpec ps_ec;
+  ps_ec.set_mode("ps_ec");
+  EXPECT_NE(JoinRefusal(*before, ps_ec, "w9").find("takes no newcomer"), std::string::npos)
+      << "its open rounds cannot take a newcomer's push, and no worker can hand it the model";
+  // A job that failed (a death past max_failures 0) takes nobody back.
+  ASSERT_TRUE(core_->SubmitJob(ElasticSpec("gone", 3, 1, 0, 60000)).ok());
+  auto ids = Register("gone", 3);
+  KeepAlive("gone", {ids[0], ids[1]}, 700ms);
+  ASSERT_EQ(core_->GetJob("gone")->state(), herd::v1::JOB_FAILED);
+  auto late = Join("gone", "w2");
   ASSERT_FALSE(late.ok());
   EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(late.status().message().find("has ended"), std::string::npos) << late.status();
@@ -587,18 +593,24 @@ TEST_F(Elastic, BelowMinWorkersTheJobPausesThenFailsNamingTheEmptySlots) {
       << job->failure_reason();
 }
 
-TEST_F(Elastic, AModeThatDoesNotShrinkStillFailsTheJob) {
+// Every mode goes on at P-1 in an elastic job (plan/modes.h: `shrinks`, or ps_async's
+// `survives_worker_loss`); dear, the last to learn it, with a real death.
+TEST_F(Elastic, EveryModeGoesOnWithoutADeadWorker) {
+  for (const plan::ModeInfo& m : plan::Modes()) {
+    herd::v1::ModeSpec mode;
+    mode.set_mode(std::string(m.name));
+    EXPECT_TRUE(ModeShrinks(mode)) << m.name;
+  }
   Open(300ms);
   auto spec = ElasticSpec("j", 3, 1, 3, 60000);
-  spec.mutable_mode()->set_mode("decentralized_lp");
+  spec.mutable_mode()->set_mode("dear");
   ASSERT_TRUE(core_->SubmitJob(spec).ok());
   auto ids = Register("j", 3);
   KeepAlive("j", {ids[0], ids[1]}, 700ms);
   auto job = core_->GetJob("j");
-  ASSERT_EQ(job->state(), herd::v1::JOB_FAILED);
-  EXPECT_NE(job->failure_reason().find("does not go on at P-1 in an elastic job yet"),
-            std::string::npos)
-      << job->failure_reason();
+  ASSERT_EQ(job->state(), herd::v1::JOB_RUNNING) << job->failure_reason();
+  EXPECT_EQ(job->membership_generation(), 1);
+  EXPECT_FALSE(job->workers(2).alive());
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <thread>
 
 #include "algorithms/compression/error_feedback.h"
 #include "engine_test_util.h"
@@ -89,6 +90,82 @@ TEST(EcEngineTest, BeforeTheFirstRoundAPullHasVersionZeroAndNoPayload) {
   ASSERT_TRUE(pulled.ok()) << pulled.status();
   EXPECT_EQ(pulled->version, 0);
   EXPECT_TRUE(pulled->data.empty());
+}
+
+// Elastic jobs (docs/elastic.md): like ps_sync's, a round completes once every live worker
+// pushed it; the compressed sum is scaled to M pushes' worth (the workers divide by M), so the
+// survivors step with the mean of their pushes. Constant vectors compress exactly (minmax).
+std::string Compressed(const std::vector<float>& v) {
+  std::string bytes;
+  compression::Compress(compression::Compressor::kMinMaxUInt8, v, &bytes);
+  return bytes;
+}
+
+std::vector<float> Decoded(const Pulled& pulled) {
+  std::vector<float> sum(4);
+  EXPECT_TRUE(
+      compression::Decompress(compression::Compressor::kMinMaxUInt8, pulled.data, sum).ok());
+  return sum;
+}
+
+TEST(EcEngineTest, ElasticRoundCompletesWithoutTheDeadWorkerAsMPushesWorth) {
+  auto config = testing::SmallJob(Mode::kEc, 4);
+  config.elastic = true;
+  auto e = Engine::Create(config, nullptr);
+  ASSERT_TRUE(*e->Init("j", kA, Bytes({0, 0, 0, 0})));
+  ASSERT_TRUE(e->Push(PushArgs{"j", 0, kA, 0, Compressed({1, 1, 1, 1}), ""}, Later()).ok());
+  ASSERT_TRUE(e->Push(PushArgs{"j", 1, kA, 0, Compressed({2, 2, 2, 2}), ""}, Later()).ok());
+  ASSERT_TRUE(e->Push(PushArgs{"j", 2, kA, 0, Compressed({3, 3, 3, 3}), ""}, Later()).ok());
+  absl::StatusOr<Pulled> waited;
+  std::thread puller([&] { waited = e->Pull("j", 0, kA, 1, Later()); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  e->SetLiveWorkers({0, 1, 2});  // worker 3 declared dead
+  puller.join();
+  ASSERT_TRUE(waited.ok()) << waited.status();
+  EXPECT_EQ(waited->version, 1);
+  // The sum 6 of three pushes, as four pushes' worth: 8 (the workers' mean 8 / 4 = 2).
+  EXPECT_EQ(Decoded(*waited), (std::vector<float>{8, 8, 8, 8}));
+  const absl::Status late =
+      e->Push(PushArgs{"j", 3, kA, 1, Compressed({100, 100, 100, 100}), ""}, Later());
+  EXPECT_EQ(late.code(), absl::StatusCode::kFailedPrecondition) << late;
+  EXPECT_NE(late.message().find("not a live worker"), std::string::npos) << late;
+  // The next round takes the three live workers' pushes and completes with the last of them.
+  for (int w = 0; w < 3; ++w) {
+    ASSERT_TRUE(e->Push(PushArgs{"j", w, kA, 1, Compressed({3, 3, 3, 3}), ""}, Later()).ok());
+  }
+  auto next = e->Pull("j", 0, kA, 2, testing::Soon());
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(Decoded(*next), (std::vector<float>{12, 12, 12, 12}));
+}
+
+TEST(EcEngineTest, ElasticRoundKeepsAPushTheDeadWorkerMadeBeforeItDied) {
+  auto config = testing::SmallJob(Mode::kEc, 3);
+  config.elastic = true;
+  auto e = Engine::Create(config, nullptr);
+  ASSERT_TRUE(*e->Init("j", kA, Bytes({0, 0, 0, 0})));
+  ASSERT_TRUE(e->Push(PushArgs{"j", 2, kA, 0, Compressed({3, 3, 3, 3}), ""}, Later()).ok());
+  e->SetLiveWorkers({0, 1});
+  ASSERT_TRUE(e->Push(PushArgs{"j", 0, kA, 0, Compressed({0, 0, 0, 0}), ""}, Later()).ok());
+  EXPECT_EQ(e->Pull("j", 0, kA, 1, testing::Soon()).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(e->Push(PushArgs{"j", 1, kA, 0, Compressed({3, 3, 3, 3}), ""}, Later()).ok());
+  auto pulled = e->Pull("j", 0, kA, 1, Later());
+  ASSERT_TRUE(pulled.ok()) << pulled.status();
+  EXPECT_EQ(Decoded(*pulled), (std::vector<float>{6, 6, 6, 6})) << "three pushes: no scaling";
+}
+
+TEST(EcEngineTest, WithoutAnElasticBlockARoundWaitsForEveryWorker) {
+  auto e = Engine::Create(testing::SmallJob(Mode::kEc, 3), nullptr);
+  ASSERT_TRUE(*e->Init("j", kA, Bytes({0, 0, 0, 0})));
+  ASSERT_TRUE(e->Push(PushArgs{"j", 0, kA, 0, Compressed({1, 1, 1, 1}), ""}, Later()).ok());
+  ASSERT_TRUE(e->Push(PushArgs{"j", 1, kA, 0, Compressed({1, 1, 1, 1}), ""}, Later()).ok());
+  e->SetLiveWorkers({0, 1});
+  EXPECT_EQ(e->Pull("j", 0, kA, 1, testing::Soon()).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(e->Push(PushArgs{"j", 2, kA, 0, Compressed({1, 1, 1, 1}), ""}, Later()).ok());
+  auto pulled = e->Pull("j", 0, kA, 1, Later());
+  ASSERT_TRUE(pulled.ok()) << pulled.status();
+  EXPECT_EQ(Decoded(*pulled), (std::vector<float>{3, 3, 3, 3}));
 }
 
 }  // namespace

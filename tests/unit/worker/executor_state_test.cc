@@ -339,7 +339,8 @@ TEST(ReshardTest, ResidualMeanConservesTheAveragedMass) {
 }
 
 // clps's reducer residual lives with the chunk's owner: at another worker count every rank
-// takes the sum (each element's one owner's value), and its sender residual the mean.
+// reads the sum (each element's one owner's value) and keeps its new chunks of it, so each
+// element has again exactly one owner; its sender residual is the mean.
 TEST(ReshardTest, ClpsReducerResidualIsSummedSenderResidualAveraged) {
   const Training run{"clps", 4, Kind::kSgd, 3, 0};
   const std::vector<ProcessState> old = StatesAfter(run, 4, 3);
@@ -348,13 +349,69 @@ TEST(ReshardTest, ClpsReducerResidualIsSummedSenderResidualAveraged) {
   for (size_t t = 0; t < kCounts.size(); ++t) {
     const std::string reducer = absl::StrFormat("reducer_residual/t%d", t);
     const std::vector<float> owners = Sum(old, reducer);
-    for (const ProcessState& s : now) EXPECT_EQ(owners, Values(s, reducer)) << reducer;
+    EXPECT_EQ(owners, Sum(now, reducer)) << reducer;
     const std::string sender = absl::StrFormat("residual/t%d", t);
     const std::vector<float> old_sum = Sum(old, sender), new_sum = Sum(now, sender);
     for (size_t i = 0; i < old_sum.size(); ++i) {
       EXPECT_NEAR(old_sum[i] / 4, new_sum[i] / 3, 1e-5) << sender << "[" << i << "]";
     }
   }
+}
+
+// An elastic job's survivors (old ranks 0, 2 and 3 of 4; rank 1 died) each import only their
+// own commit into the executor of three: an element keeps its reducer residual when its old
+// owner survived and owns it still, and starts at zero otherwise; none is held twice.
+TEST(ReshardTest, ClpsSurvivorsKeepTheReducerResidualOfTheChunksTheyStillOwn) {
+  const Training run{"clps", 4, Kind::kSgd, 3, 0};
+  const std::vector<ProcessState> old = StatesAfter(run, 4, 3);
+  const std::vector<int> survivors = {0, 2, 3};
+  std::vector<ProcessState> now(3);
+  std::mutex mu;
+  auto st = testing::FirstError(testing::SpawnRanks(3, [&](transport::Communicator& comm) {
+    Model m;
+    HERD_ASSIGN_OR_RETURN(auto ex, MakeExecutor(Context(run, run.mode, comm, m, 10)));
+    ProcessState own = old[static_cast<size_t>(survivors[static_cast<size_t>(comm.rank())])];
+    own.process = checkpoint::WorkerProcess(comm.rank());
+    HERD_RETURN_IF_ERROR(GiveExecutorState(*ex, std::move(own), comm.size()));
+    HERD_ASSIGN_OR_RETURN(ProcessState s, Export(*ex, comm.rank(), m));
+    std::lock_guard<std::mutex> lock(mu);
+    now[static_cast<size_t>(comm.rank())] = std::move(s);
+    return absl::OkStatus();
+  }));
+  ASSERT_TRUE(st.ok()) << st;
+  int kept = 0, dropped = 0;
+  for (size_t t = 0; t < kCounts.size(); ++t) {
+    const std::string reducer = absl::StrFormat("reducer_residual/t%d", t);
+    const std::vector<float> owners = Sum(old, reducer), held = Sum(now, reducer);
+    for (size_t i = 0; i < owners.size(); ++i) {
+      if (owners[i] == 0.0f) continue;
+      if (held[i] == 0.0f) {
+        ++dropped;
+      } else {
+        EXPECT_EQ(held[i], owners[i]) << reducer << "[" << i << "]";
+        ++kept;
+      }
+    }
+  }
+  // A run of three keeps its reducer residual in each rank's chunks (an element compressed
+  // exactly keeps 0): a survivor holds none where another rank of three keeps one.
+  const std::vector<ProcessState> three = StatesAfter(run, 3, 3);
+  for (size_t r = 0; r < 3; ++r) {
+    for (size_t q = 0; q < 3; ++q) {
+      if (q == r) continue;
+      for (size_t t = 0; t < kCounts.size(); ++t) {
+        const std::string reducer = absl::StrFormat("reducer_residual/t%d", t);
+        const std::vector<float> held = Values(now[r], reducer), other = Values(three[q], reducer);
+        for (size_t i = 0; i < held.size(); ++i) {
+          EXPECT_FALSE(held[i] != 0.0f && other[i] != 0.0f)
+              << "rank " << r << " holds " << reducer << "[" << i << "], which rank " << q
+              << " reduces at three workers";
+        }
+      }
+    }
+  }
+  EXPECT_GT(kept, 0) << "no survivor kept the residual of a chunk it still owns";
+  EXPECT_GT(dropped, 0) << "the chunks' owners did not change";
 }
 
 // Decentralized models differ per rank: at another worker count every new rank starts from
@@ -374,6 +431,102 @@ TEST(ReshardTest, DecentralizedModelsAreAveraged) {
         for (float& v : mean) v /= 4.0f;
         for (const ProcessState& s : now) EXPECT_EQ(mean, Values(s, name)) << mode << " " << name;
       }
+    }
+  }
+}
+
+// decentralized_lp in an elastic job: the survivors (old ranks 0, 2 and 3 of 4) roll back to
+// their own commits and build the ring of three (membership generation 1), whose ranks are
+// their positions. Their replicas are of the new ring: each is bitwise its owner's model (the
+// models differ per rank, so a replica imported under the old ring's names would not be).
+TEST(ReshardTest, DecentralizedLpSurvivorsStartTheReplicasOfTheirNewNeighbours) {
+  const Training run{"decentralized_lp", 4, Kind::kMomentum, 3, 0};
+  const std::vector<ProcessState> old = StatesAfter(run, 4, 3);
+  const std::vector<int> survivors = {0, 2, 3};
+  std::vector<ProcessState> now(3);
+  std::mutex mu;
+  auto st = testing::FirstError(testing::SpawnRanks(3, [&](transport::Communicator& comm) {
+    Model m;
+    ProcessState own = old[static_cast<size_t>(survivors[static_cast<size_t>(comm.rank())])];
+    {
+      ProcessState params = own;
+      params.process = checkpoint::WorkerProcess(0);
+      std::vector<ProcessState> one;
+      one.push_back(std::move(params));
+      HERD_RETURN_IF_ERROR(ImportParams(MemoryStateSource(std::move(one), 1), {0, 1}, m.tensors));
+    }
+    ExecutorContext ctx = Context(run, run.mode, comm, m, 10);
+    ctx.plan.set_membership_generation(1);
+    HERD_ASSIGN_OR_RETURN(auto ex, MakeExecutor(ctx));
+    own.process = checkpoint::WorkerProcess(comm.rank());
+    HERD_RETURN_IF_ERROR(GiveExecutorState(*ex, std::move(own), comm.size()));
+    HERD_ASSIGN_OR_RETURN(ProcessState s, Export(*ex, comm.rank(), m));
+    std::lock_guard<std::mutex> lock(mu);
+    now[static_cast<size_t>(comm.rank())] = std::move(s);
+    return absl::OkStatus();
+  }));
+  ASSERT_TRUE(st.ok()) << st;
+  for (int r = 0; r < 3; ++r) {
+    for (size_t t = 0; t < kCounts.size(); ++t) {
+      const std::string param = absl::StrFormat("param/t%d", t);
+      EXPECT_EQ(Values(now[r], param), Values(old[survivors[r]], param)) << "rolled back";
+      for (int q : {(r + 2) % 3, r, (r + 1) % 3}) {
+        EXPECT_EQ(Values(now[r], absl::StrFormat("replica/t%d@%d", t, q)), Values(now[q], param))
+            << "rank " << r << "'s replica of rank " << q << ", tensor " << t;
+      }
+    }
+  }
+}
+
+// dear's elastic commit (Executor::StateLag): right after EndBackward of iteration 4, with its
+// all-gathers still in flight, the parameters and the exported state are bit for bit those of
+// a run flushed after iteration 3; and a Flush then brings those of iteration 4.
+TEST(StateLagTest, DearRightAfterEndBackwardHoldsTheStateOfTheIterationBefore) {
+  const Training run{"dear", 3, Kind::kMomentum};
+  std::vector<Outcome> flushed_at_3(3), lagged(3), flushed_at_4(3);
+  std::mutex mu;
+  auto st = testing::FirstError(testing::SpawnRanks(3, [&](transport::Communicator& comm) {
+    const int r = comm.rank();
+    {
+      Model m;
+      HERD_ASSIGN_OR_RETURN(auto ex, MakeExecutor(Context(run, "dear", comm, m, 0)));
+      HERD_RETURN_IF_ERROR(Drive(run, *ex, r, 0, 4));  // iterations 0-3, flushed
+      HERD_ASSIGN_OR_RETURN(ProcessState s, Export(*ex, r, m));
+      std::lock_guard<std::mutex> lock(mu);
+      flushed_at_3[static_cast<size_t>(r)] = Outcome{m.params, std::move(s)};
+    }
+    Model m;
+    HERD_ASSIGN_OR_RETURN(auto ex, MakeExecutor(Context(run, "dear", comm, m, 0)));
+    if (ex->StateLag() != 1) return absl::InternalError("dear's state does not lag");
+    HERD_RETURN_IF_ERROR(Drive(run, *ex, r, 0, 4));
+    // Iteration 4 up to its EndBackward, not flushed.
+    const int T = static_cast<int>(kCounts.size());
+    HERD_RETURN_IF_ERROR(ex->BeginIteration(4));
+    for (int t = 0; t < T; ++t) HERD_RETURN_IF_ERROR(ex->BeforeForward(t));
+    for (int t = T - 1; t >= 0; --t) {
+      std::vector<float> g(kCounts[t]);
+      for (size_t i = 0; i < g.size(); ++i) g[i] = Grad(run, r, 4, t, i);
+      HERD_RETURN_IF_ERROR(ex->GradientReady(t, g));
+    }
+    HERD_RETURN_IF_ERROR(ex->EndBackward());
+    HERD_ASSIGN_OR_RETURN(ProcessState before_flush, Export(*ex, r, m));
+    std::vector<std::vector<float>> params_before_flush = m.params;
+    HERD_RETURN_IF_ERROR(ex->Flush());
+    HERD_ASSIGN_OR_RETURN(ProcessState after_flush, Export(*ex, r, m));
+    std::lock_guard<std::mutex> lock(mu);
+    lagged[static_cast<size_t>(r)] =
+        Outcome{std::move(params_before_flush), std::move(before_flush)};
+    flushed_at_4[static_cast<size_t>(r)] = Outcome{m.params, std::move(after_flush)};
+    return absl::OkStatus();
+  }));
+  ASSERT_TRUE(st.ok()) << st;
+  for (size_t r = 0; r < 3; ++r) {
+    EXPECT_EQ(lagged[r].params, flushed_at_3[r].params) << "rank " << r;
+    EXPECT_NE(flushed_at_4[r].params, flushed_at_3[r].params) << "rank " << r;
+    for (size_t t = 0; t < kCounts.size(); ++t) {
+      const std::string momentum = absl::StrFormat("momentum/t%d", t);
+      EXPECT_EQ(Values(lagged[r].state, momentum), Values(flushed_at_3[r].state, momentum))
+          << "rank " << r << " " << momentum;
     }
   }
 }
