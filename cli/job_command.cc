@@ -375,7 +375,7 @@ class JobCommand : public Command {
             j.schedule().empty() ? j.spec().mode() : j.schedule(j.schedule_size() - 1).mode();
         std::printf("%-20s %-10s %-28s %3d/%-3d %7d %6llu %9lld\n", j.spec().name().c_str(),
                     std::string(scheduler::JobStateName(j.state())).c_str(), ModeText(mode).c_str(),
-                    alive, j.spec().workers(), j.spec().servers(),
+                    alive, j.workers_size(), j.spec().servers(),
                     static_cast<unsigned long long>(j.epoch()),
                     static_cast<long long>(j.completed_iteration()));
       }

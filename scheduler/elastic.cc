@@ -18,7 +18,7 @@ int LiveWorkers(const herd::v1::JobStatus& s) {
 
 std::string PauseReason(const herd::v1::JobStatus& s) {
   return absl::StrFormat("%d of %d workers alive, below min_workers %d; empty slots: %s",
-                         LiveWorkers(s), s.spec().workers(), s.spec().elastic().min_workers(),
+                         LiveWorkers(s), s.workers_size(), s.spec().elastic().min_workers(),
                          EmptySlots(s));
 }
 
@@ -102,6 +102,17 @@ std::string JoinRefusal(const herd::v1::JobStatus& s, const herd::v1::ModeSpec& 
       name, s.spec().name(), mode.mode());
 }
 
+std::string GrowRefusal(const herd::v1::JobStatus& s, const herd::v1::ModeSpec& mode,
+                        std::string_view name) {
+  const plan::ModeInfo* m = plan::FindMode(mode.mode());
+  if (m != nullptr && m->shrinks && !m->takes_no_newcomer) return "";
+  return absl::StrFormat(
+      "worker '%s' cannot grow running elastic job '%s' past its %d workers, all alive: mode %s "
+      "takes a worker back in a dead slot but does not grow (its workers keep the worker count "
+      "their executor started with); the job is unchanged",
+      name, s.spec().name(), s.workers_size(), mode.mode());
+}
+
 void NoteWorkerJoin(herd::v1::JobStatus& next, std::string why, int slot, int64_t now_ms) {
   next.set_membership_generation(next.membership_generation() + 1);
   // The newcomer starts at the epoch's boundary: its report from before its death (or none)
@@ -139,7 +150,7 @@ std::string PauseExpired(const herd::v1::JobStatus& s, int64_t now_ms) {
       "paused for %.1f s (pending_timeout %.1f s) with %d of %d workers, below "
       "min_workers %d; empty slots: %s",
       static_cast<double>(now_ms - s.paused_since_unix_ms()) / 1000.0,
-      static_cast<double>(timeout) / 1000.0, LiveWorkers(s), s.spec().workers(),
+      static_cast<double>(timeout) / 1000.0, LiveWorkers(s), s.workers_size(),
       s.spec().elastic().min_workers(), EmptySlots(s));
 }
 

@@ -47,6 +47,14 @@ void NoteWorkerLoss(herd::v1::JobStatus& next, std::string why, int64_t now_ms);
 std::string JoinRefusal(const herd::v1::JobStatus& s, const herd::v1::ModeSpec& mode,
                         std::string_view name);
 
+// Whether running elastic job `s` may grow by one slot for newcomer `name` (its next iteration
+// in `mode`; JoinRefusal allowed the join): "" when it may, else why not. Only a mode whose live
+// workers rebuild for the new count at the epoch (`shrinks`) grows; `ps_async` takes a worker
+// back in a dead slot but keeps its slots (its workers scale their pushes by the count their
+// executor started with).
+std::string GrowRefusal(const herd::v1::JobStatus& s, const herd::v1::ModeSpec& mode,
+                        std::string_view name);
+
 // After the new epoch began on `next` because worker `slot` registered into the running job
 // (`why`): a new membership generation (the live workers build a communicator with it and the
 // newcomer takes its state over it), the newcomer's progress set to the epoch's boundary (its

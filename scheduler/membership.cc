@@ -83,10 +83,29 @@ absl::StatusOr<herd::v1::RegisterNodeResponse> SchedulerCore::RegisterNode(
         absl::StrFormat("job '%s' has no %ss (its spec says %s: 0); %s '%s' cannot join it",
                         req.job(), role, role, role, req.name()));
   }
-  if (req.has_requested_rank() && (req.requested_rank() < 0 || req.requested_rank() >= count)) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s '%s' asks for rank %d; job '%s' has ranks 0..%d", role, req.name(),
-                        req.requested_rank(), req.job(), count - 1));
+  // A running elastic job below max_workers grows by one slot (rank = the slot count) for a
+  // newcomer that finds every slot alive, or that asks for that rank (a Kubernetes Indexed Job
+  // scaled up: its new index is the next rank); docs/elastic.md, "Grow".
+  const bool elastic_worker = worker && IsElastic(job->status.spec());
+  const int max_workers = elastic_worker ? job->status.spec().elastic().max_workers() : count;
+  const bool running = job->status.state() == herd::v1::JOB_RUNNING;
+  const bool may_grow = elastic_worker && running && count < max_workers;
+  if (req.has_requested_rank() && req.requested_rank() == count && elastic_worker && running &&
+      !may_grow) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "worker '%s' asks for new rank %d; job '%s' already has its max_workers %d workers; the "
+        "job is unchanged",
+        req.name(), count, req.job(), max_workers));
+  }
+  if (req.has_requested_rank() && (req.requested_rank() < 0 || req.requested_rank() > count ||
+                                   (req.requested_rank() == count && !may_grow))) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s '%s' asks for rank %d; job '%s' has ranks 0..%d%s", role, req.name(),
+        req.requested_rank(), req.job(), count - 1,
+        elastic_worker ? absl::StrFormat(" (it grows to at most max_workers %d, one rank at a "
+                                         "time while it runs)",
+                                         max_workers)
+                       : ""));
   }
 
   // The slot: the one this name held before (a node that comes back takes its place), else
@@ -115,6 +134,10 @@ absl::StatusOr<herd::v1::RegisterNodeResponse> SchedulerCore::RegisterNode(
           req.name(), slot, req.job(), req.requested_rank()));
     }
     reason = absl::StrFormat("%s '%s' (rank %d) rejoined", role, req.name(), slot);
+  } else if (req.has_requested_rank() && req.requested_rank() == count) {
+    slot = count;  // may_grow (checked above)
+    reason = absl::StrFormat("worker '%s' joined as new rank %d (%d of at most %d workers)",
+                             req.name(), slot, count + 1, max_workers);
   } else if (req.has_requested_rank()) {
     slot = req.requested_rank();
     const auto& m = slots[slot];
@@ -131,17 +154,22 @@ absl::StatusOr<herd::v1::RegisterNodeResponse> SchedulerCore::RegisterNode(
       if (!slots[i].alive()) slot = i;
     }
     if (slot < 0) {
-      // An elastic job's max_workers above `workers` is accepted by the spec, but a job does
-      // not grow past its `workers` slots: a newcomer can only take a dead one.
-      const bool may_grow = worker && IsElastic(job->status.spec()) &&
-                            job->status.spec().elastic().max_workers() > count;
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "job '%s' already has its %d %ss, all alive; %s '%s' is not needed%s", req.job(), count,
-          role, role, req.name(),
-          may_grow ? absl::StrFormat(" (max_workers %d: growing past the job's `workers` is not "
-                                     "supported yet; a newcomer takes the slot of a dead worker)",
-                                     job->status.spec().elastic().max_workers())
-                   : ""));
+      // Every slot is alive: a running elastic job grows by one (a new rank) up to max_workers
+      // when its mode grows (JoinRefusal and GrowRefusal below); anything else is refused.
+      if (may_grow) {
+        slot = count;
+        reason = absl::StrFormat("worker '%s' joined as new rank %d (%d of at most %d workers)",
+                                 req.name(), slot, count + 1, max_workers);
+      } else {
+        return absl::FailedPreconditionError(absl::StrFormat(
+            "job '%s' already has its %d %ss, all alive; %s '%s' is not needed%s", req.job(), count,
+            role, role, req.name(),
+            !elastic_worker ? ""
+            : running
+                ? absl::StrFormat(" (its max_workers is %d; the job is unchanged)", max_workers)
+                : absl::StrFormat(" (job is %s: it grows up to max_workers %d only while it runs)",
+                                  JobStateName(job->status.state()), max_workers)));
+      }
     }
   }
   // A worker that registers while an elastic job runs joins at a new epoch and takes the
@@ -152,6 +180,10 @@ absl::StatusOr<herd::v1::RegisterNodeResponse> SchedulerCore::RegisterNode(
   if (joins) {
     const auto& mode = ModeAt(job->status, job->status.completed_iteration() + 1);
     if (std::string refused = JoinRefusal(job->status, mode, req.name()); !refused.empty()) {
+      return absl::FailedPreconditionError(refused);
+    }
+    if (std::string refused = GrowRefusal(job->status, mode, req.name());
+        slot == count && !refused.empty()) {
       return absl::FailedPreconditionError(refused);
     }
   }
@@ -165,6 +197,15 @@ absl::StatusOr<herd::v1::RegisterNodeResponse> SchedulerCore::RegisterNode(
 
   const uint64_t id = next_node_id_;
   herd::v1::JobStatus next = job->status;
+  const bool grows = slot == count;
+  if (grows) {
+    // A new rank: its slot and its progress, at the boundary the new epoch begins at
+    // (NoteWorkerJoin); its heartbeat clock is added once the state is committed.
+    next.add_workers()->set_rank(slot);
+    auto* p = next.add_progress();
+    p->set_rank(slot);
+    p->set_iteration(next.completed_iteration());
+  }
   herd::v1::Member* m = (worker ? next.mutable_workers() : next.mutable_servers())->Mutable(slot);
   const uint64_t old_id = m->node_id();
   m->set_rank(slot);
@@ -186,7 +227,9 @@ absl::StatusOr<herd::v1::RegisterNodeResponse> SchedulerCore::RegisterNode(
     if (old_id != id) replaced_[old_id] = NodeRef{req.job(), req.role(), slot};
   }
   nodes_[id] = NodeRef{req.job(), req.role(), slot};
-  (worker ? job->worker_seen : job->server_seen)[static_cast<size_t>(slot)] = Clock::now();
+  auto& seen = worker ? job->worker_seen : job->server_seen;
+  if (static_cast<size_t>(slot) >= seen.size()) seen.resize(static_cast<size_t>(slot) + 1);
+  seen[static_cast<size_t>(slot)] = Clock::now();
 
   herd::v1::RegisterNodeResponse resp;
   resp.set_node_id(id);
@@ -321,7 +364,7 @@ void SchedulerCore::DetectFailures() {
     if (dead_workers > 0 && running && ModeNeedsEveryWorker(mode)) {
       next.set_failed_process("the scheduler's failure detector");
       next.set_failure_reason(absl::StrFormat(
-          "%s; mode %s needs all %d workers%s", why, mode.mode(), next.spec().workers(),
+          "%s; mode %s needs all %d workers%s", why, mode.mode(), next.workers_size(),
           elastic ? " (it does not go on at P-1 in an elastic job yet)" : ""));
       EndJob(next, herd::v1::JOB_FAILED, "failed: " + next.failure_reason());
       if (auto st = CommitEnding(job, std::move(next)); !st.ok()) {

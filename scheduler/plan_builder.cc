@@ -1,5 +1,7 @@
 #include "scheduler/plan_builder.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_format.h"
 #include "common/dtype.h"
 #include "plan/modes.h"
@@ -11,10 +13,12 @@ namespace herd::scheduler {
 using herd::v1::JobStatus;
 using herd::v1::Plan;
 
+int WorkerSlots(const JobStatus& job) { return std::max(job.spec().workers(), job.workers_size()); }
+
 std::vector<int> ParticipatingRanks(const JobStatus& job) {
   std::vector<int> ranks;
   const bool started = job.state() != herd::v1::JOB_PENDING;
-  for (int r = 0; r < job.spec().workers(); ++r) {
+  for (int r = 0; r < WorkerSlots(job); ++r) {
     if (!started || (r < job.workers_size() && job.workers(r).alive())) ranks.push_back(r);
   }
   return ranks;
@@ -31,7 +35,9 @@ const herd::v1::ModeSpec& ModeAt(const JobStatus& job, int64_t iteration) {
 Plan BuildPlan(const JobStatus& job, int64_t iteration) {
   Plan plan;
   const auto& spec = job.spec();
-  const int world = spec.workers();
+  // Every slot, the grown ones included (the global batch stays the spec's: the workers split
+  // it by their position among the live ranks, worker/elastic_plan.h).
+  const int world = WorkerSlots(job);
   plan.set_job(spec.name());
   plan.set_epoch(job.epoch());
   plan.set_epoch_start_iteration(job.epoch_start_iteration());

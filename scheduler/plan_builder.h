@@ -12,6 +12,10 @@
 
 namespace herd::scheduler {
 
+// The job's worker slots: the spec's `workers`, more once an elastic job grew (a newcomer
+// registered while every slot was alive, up to max_workers; docs/elastic.md, "Grow").
+int WorkerSlots(const herd::v1::JobStatus& job);
+
 // The worker ranks a plan covers: every rank while the job has not started (the plan it will
 // run with), the live ranks once it has.
 std::vector<int> ParticipatingRanks(const herd::v1::JobStatus& job);

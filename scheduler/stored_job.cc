@@ -1,5 +1,7 @@
 #include "scheduler/stored_job.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_format.h"
 #include "scheduler/bounds.h"
 #include "scheduler/job_spec.h"
@@ -49,13 +51,18 @@ absl::Status CheckStoredJob(std::string_view key_name, const herd::v1::JobStatus
   if (!KnownState(job.state())) {
     return Bad(key_name, absl::StrFormat("unknown state %d", static_cast<int>(job.state())));
   }
-  if (job.workers_size() != spec.workers() || job.servers_size() != spec.servers() ||
-      job.progress_size() != spec.workers() || job.worker_results_size() > spec.workers()) {
-    return Bad(key_name,
-               absl::StrFormat("%d worker slots, %d server slots, %d progress entries and %d "
-                               "results for a spec of %d workers and %d servers",
-                               job.workers_size(), job.servers_size(), job.progress_size(),
-                               job.worker_results_size(), spec.workers(), spec.servers()));
+  // An elastic job may have grown past `workers`, up to max_workers (docs/elastic.md, "Grow").
+  const int most_workers =
+      spec.has_elastic() ? std::max(spec.workers(), spec.elastic().max_workers()) : spec.workers();
+  if (job.workers_size() < spec.workers() || job.workers_size() > most_workers ||
+      job.servers_size() != spec.servers() || job.progress_size() != job.workers_size() ||
+      job.worker_results_size() > job.workers_size()) {
+    return Bad(
+        key_name,
+        absl::StrFormat("%d worker slots, %d server slots, %d progress entries and %d "
+                        "results for a spec of %d workers (at most %d) and %d servers",
+                        job.workers_size(), job.servers_size(), job.progress_size(),
+                        job.worker_results_size(), spec.workers(), most_workers, spec.servers()));
   }
   for (int i = 0; i < job.workers_size(); ++i) {
     if (job.workers(i).rank() != i || job.progress(i).rank() != i) {

@@ -274,7 +274,8 @@ absl::StatusOr<Executor*> Session::BeginIteration(int64_t iteration) {
 absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
   const std::string& mode = plan.mode().mode();
   Timeline::Span span(timeline_.get(), "switch to " + mode, Timeline::Lane::kControl);
-  const int world = spec_.workers();
+  // The job's worker slots: more than the spec's `workers` once an elastic job grew.
+  const int world = std::max(spec_.workers(), plan.world_size());
   const plan::ModeInfo* info = plan::FindMode(mode);
   const bool collective = ModeUsesCommunicator(mode);
   const bool shrinks = elastic_ && info != nullptr && info->shrinks;

@@ -467,10 +467,11 @@ absl::Status Session::JoinRunningJob() {
 }
 
 BatchSlice Session::DataSlice(int batch_size) const {
+  // The global batch is the spec's P x B whatever the live count (docs/elastic.md), split by
+  // position among the stretch's members: with all P ranks 0..P-1 that is rank r's
+  // [rB, (r+1)B), and a grown job's ranks (>= P) take their share the same way.
   const int world = spec_.workers();
-  if (members_count_ <= 0 || members_count_ == world) {
-    return {static_cast<int64_t>(rank_) * batch_size, batch_size};
-  }
+  if (members_count_ <= 0) return {static_cast<int64_t>(rank_) * batch_size, batch_size};
   return SliceOfGlobalBatch(static_cast<int64_t>(batch_size) * world, member_index_,
                             members_count_);
 }

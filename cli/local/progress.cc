@@ -122,7 +122,7 @@ ProgressLine::Look ProgressLine::See(const JobStatus& job, Clock::time_point beg
   if (!training.empty()) last_training_ = training;
   if (Terminal(job.state())) return {};
 
-  const int workers = job.spec().workers();
+  const int workers = job.workers_size();  // the slots: more than the spec once grown
   const int64_t planned = job.planned_iterations();
   const int64_t slowest = SlowestIteration(job);
   int finished = 0;

@@ -1,6 +1,6 @@
 // Elastic membership with real processes, the longer runs (label slow): failures past
-// max_failures fail the job with the count, and a job that lost a worker a third in ends within
-// 2 points of test accuracy of the same job undisturbed.
+// max_failures fail the job with the count, a job that lost a worker a third in ends within
+// 2 points of test accuracy of the same job undisturbed, and a job of three grows to four.
 #include <dirent.h>
 
 #include <algorithm>
@@ -179,6 +179,59 @@ TEST_P(ElasticRejoin, AWorkerKilledAndRestartedRejoinsAndTheJobEndsWithFour) {
 INSTANTIATE_TEST_SUITE_P(Modes, ElasticRejoin,
                          ::testing::Values("lp", "sparse", "topk_allgather", "decentralized",
                                            "clps", "decentralized_lp", "dear"));
+
+// A job of three with `max_workers: 4` grows: a fourth `herd worker` under a new name, started a
+// third in while all three are alive (it registers once its model and data are loaded, about
+// half-way), gets a new rank (3) at a new epoch and the state of a
+// live worker; the four split the spec's global batch of 3 x 32 and the job ends with four
+// finished workers. The replicated modes end with four identical replicas.
+class ElasticGrow : public ElasticJob, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(ElasticGrow, AFourthWorkerJoinsAJobOfThreeAndTheJobEndsWithFour) {
+  const std::string mode = GetParam();
+  const std::string job = "grow-" + std::string(mode == "topk_allgather" ? "topk" : mode);
+  sched_.Start(dir_ + "/scheduler", 0, {"--heartbeat-timeout", "3s"});
+  // 30000 samples in global batches of 96: 313 iterations.
+  Submit(job, 3, 30000, "{min_workers: 2, max_workers: 4, max_failures: 1}", mode);
+  std::vector<pid_t> w;
+  for (int i = 0; i < 3; ++i) w.push_back(Worker(job, i));
+  WaitForIteration(job, 104);
+  // No --rank: every slot is alive, so the scheduler gives the newcomer a new one.
+  const pid_t extra =
+      SpawnHerd({"worker", "--scheduler", sched_.address(), "--job", job, "--name", "extra",
+                 "--wait-for-job", "60", "--threads", "1", "--timeout", "60"},
+                Log(job + "-extra"));
+  pids_.push_back(extra);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(ExitCode(w[i], 240), 0) << ReadFile(Log(job + "-w" + std::to_string(i)));
+  }
+  EXPECT_EQ(ExitCode(extra, 240), 0) << ReadFile(Log(job + "-extra"));
+  const std::string status = Status(job);
+  EXPECT_NE(status.find("COMPLETED"), std::string::npos) << status;
+  EXPECT_NE(status.find("completed: 4 of 4 workers finished"), std::string::npos) << status;
+  EXPECT_NE(status.find("worker 'extra' joined as new rank 3 (4 of at most 4 workers); 4 "
+                        "workers from iteration"),
+            std::string::npos)
+      << status;
+  EXPECT_EQ(status.find("declared dead"), std::string::npos) << status;
+  EXPECT_NE(status.find("0 of at most 1 failures"), std::string::npos) << status;
+  const std::string joined = ReadFile(Log(job + "-extra"));
+  EXPECT_NE(joined.find("joined job '" + job + "' at iteration"), std::string::npos) << joined;
+  const std::string json = Json(job);
+  if (mode.rfind("decentralized", 0) != 0) {  // the decentralized models differ per rank
+    const auto digests = JsonStrings(json, "paramsDigest");
+    ASSERT_GE(digests.size(), 4u) << json;
+    for (const auto& d : digests) EXPECT_EQ(d, digests[0]) << json;
+  }
+  EXPECT_GT(Accuracy(status), 0.6) << status;
+  std::printf("%s: test accuracy %.4f after growing from 3 to 4 workers\n", mode.c_str(),
+              Accuracy(status));
+  PrintRejoin(mode, job, json);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, ElasticGrow,
+                         ::testing::Values("allreduce", "dear", "lp", "sparse", "topk_allgather",
+                                           "decentralized", "decentralized_lp", "clps"));
 
 // A job killed and restarted a third in against the same job undisturbed: within 2 points.
 TEST_F(ElasticJob, AJobWhoseWorkerRejoinedEndsNearTheUndisturbedAccuracy) {

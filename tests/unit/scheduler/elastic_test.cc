@@ -1,7 +1,8 @@
 // Elastic jobs in SchedulerCore (docs/elastic.md): the JobSpec's `elastic` block, a dead worker
 // that starts a new epoch with the live workers instead of failing the job, max_failures, the
 // pause below min_workers and its pending_timeout, a worker that joins the running job (a new
-// epoch, the end of a pause, the joins refused), and the membership events.
+// epoch, the end of a pause, the joins refused), a job that grows past `workers` up to
+// max_workers, and the membership events.
 
 #include <gtest/gtest.h>
 
@@ -319,11 +320,145 @@ TEST_F(Elastic, AJoinEndsAPauseOnceMinWorkersAreBack) {
   EXPECT_EQ(plan->ranks_size(), 4);
 }
 
+TEST_F(Elastic, ANewcomerGrowsTheJobUpToMaxWorkers) {
+  Open(300ms);
+  auto spec = ElasticSpec("g", 3, 2, 3, 60000);
+  spec.mutable_elastic()->set_max_workers(4);
+  ASSERT_TRUE(core_->SubmitJob(spec).ok());
+  auto ids = Register("g", 3);
+  ASSERT_EQ(core_->GetJob("g")->state(), herd::v1::JOB_RUNNING);
+  for (uint64_t id : ids) Report("g", id, 4);
+
+  // Every slot alive, 3 of max_workers 4: the newcomer gets a new rank at a new epoch.
+  auto grown = Join("g", "extra");
+  ASSERT_TRUE(grown.ok()) << grown.status();
+  EXPECT_EQ(grown->rank(), 3) << "a new slot: rank = the slot count";
+  EXPECT_TRUE(grown->joins_running_job()) << "it takes its state from the live workers";
+  auto job = core_->GetJob("g");
+  ASSERT_EQ(job->workers_size(), 4);
+  ASSERT_EQ(job->progress_size(), 4);
+  EXPECT_EQ(job->spec().workers(), 3) << "the spec (and its global batch) stays as submitted";
+  EXPECT_TRUE(job->workers(3).alive());
+  EXPECT_EQ(job->workers(3).name(), "extra");
+  EXPECT_EQ(job->progress(3).rank(), 3);
+  EXPECT_EQ(job->progress(3).iteration(), 4) << "the newcomer starts at the epoch's boundary";
+  EXPECT_EQ(job->epoch_start_iteration(), 5);
+  EXPECT_EQ(job->membership_generation(), 1);
+  EXPECT_EQ(job->worker_failures(), 0) << "a planned scale change is no failure";
+  ASSERT_EQ(job->membership_events_size(), 1);
+  EXPECT_TRUE(job->membership_events(0).joined());
+  EXPECT_NE(job->membership_events(0).what().find(
+                "worker 'extra' joined as new rank 3 (4 of at most 4 workers)"),
+            std::string::npos)
+      << job->membership_events(0).what();
+  EXPECT_EQ(job->membership_events(0).workers_after(), 4);
+
+  herd::v1::GetPlanRequest req;
+  req.set_job("g");
+  req.set_iteration(5);
+  auto plan = core_->GetPlan(req);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(std::vector<int>(plan->ranks().begin(), plan->ranks().end()),
+            (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(plan->ring_size(), 4);
+  EXPECT_EQ(plan->world_size(), 4);
+  EXPECT_EQ(plan->workers_size(), 4);
+
+  // At max_workers: refused, naming it, and the job is unchanged.
+  const std::string before = core_->GetJob("g")->SerializeAsString();
+  auto more = Join("g", "one-too-many");
+  ASSERT_FALSE(more.ok());
+  EXPECT_EQ(more.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(more.status().message().find("already has its 4 workers, all alive"), std::string::npos)
+      << more.status();
+  EXPECT_NE(more.status().message().find("max_workers is 4"), std::string::npos) << more.status();
+  EXPECT_EQ(core_->GetJob("g")->SerializeAsString(), before) << "the job is unchanged";
+  herd::v1::RegisterNodeRequest ask;
+  ask.set_job("g");
+  ask.set_role(herd::v1::ROLE_WORKER);
+  ask.set_name("asks-for-4");
+  ask.set_requested_rank(4);
+  auto asked = core_->RegisterNode(ask);
+  EXPECT_EQ(asked.status().code(), absl::StatusCode::kFailedPrecondition) << asked.status();
+  EXPECT_NE(asked.status().message().find("max_workers 4"), std::string::npos) << asked.status();
+  ask.set_requested_rank(5);
+  asked = core_->RegisterNode(ask);
+  EXPECT_EQ(asked.status().code(), absl::StatusCode::kInvalidArgument) << asked.status();
+  EXPECT_EQ(core_->GetJob("g")->SerializeAsString(), before) << "the job is unchanged";
+
+  // The new rank heartbeats and reports like any other (its heartbeat clock exists): four
+  // heartbeating workers, nobody is declared dead.
+  ids.push_back(grown->node_id());
+  for (uint64_t id : ids) Report("g", id, 5);
+  KeepAlive("g", ids, 700ms);
+  job = core_->GetJob("g");
+  for (int w = 0; w < 4; ++w) EXPECT_TRUE(job->workers(w).alive()) << w;
+  EXPECT_EQ(job->completed_iteration(), 5);
+
+  // The scheduler restarted on its state keeps the grown job (its stored form is valid).
+  core_.reset();
+  Open(300ms);
+  job = core_->GetJob("g");
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->workers_size(), 4);
+
+  // A grown slot whose worker dies is a dead slot like any other: a failure, a new epoch with
+  // three, and the slot is taken back by name.
+  KeepAlive("g", {ids[0], ids[1], ids[2]}, 700ms);
+  job = core_->GetJob("g");
+  ASSERT_EQ(job->state(), herd::v1::JOB_RUNNING);
+  EXPECT_FALSE(job->workers(3).alive());
+  EXPECT_EQ(job->worker_failures(), 1);
+  EXPECT_EQ(job->workers_size(), 4) << "the slot stays";
+  auto back = Join("g", "extra");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->rank(), 3);
+  EXPECT_NE(core_->GetJob("g")->epoch_reason().find("worker 'extra' (rank 3) rejoined"),
+            std::string::npos)
+      << core_->GetJob("g")->epoch_reason();
+
+  // The job completes when all four finished; the result says so.
+  ids[3] = back->node_id();
+  for (int w = 0; w < 4; ++w) {
+    herd::v1::FinishWorkerRequest fin;
+    fin.set_job("g");
+    fin.set_node_id(ids[w]);
+    fin.mutable_result()->set_iterations(10);
+    auto done = core_->FinishWorker(fin);
+    ASSERT_TRUE(done.ok()) << done.status();
+    EXPECT_EQ(done->state(), w < 3 ? herd::v1::JOB_RUNNING : herd::v1::JOB_COMPLETED) << w;
+  }
+  EXPECT_NE(core_->GetJob("g")->epoch_reason().find("completed: 4 of 4 workers finished"),
+            std::string::npos)
+      << core_->GetJob("g")->epoch_reason();
+}
+
+// A Kubernetes Indexed Job scaled up starts a pod whose index (its requested rank) is the next
+// rank: it grows the job like a newcomer without a rank.
+TEST_F(Elastic, ANewcomerAskingForTheNextRankGrowsTheJob) {
+  Open(300ms);
+  auto spec = ElasticSpec("k", 2, 1, 3, 60000);
+  spec.mutable_elastic()->set_max_workers(3);
+  ASSERT_TRUE(core_->SubmitJob(spec).ok());
+  Register("k", 2);
+  herd::v1::RegisterNodeRequest r;
+  r.set_job("k");
+  r.set_role(herd::v1::ROLE_WORKER);
+  r.set_name("worker-2");
+  r.set_requested_rank(2);
+  auto got = core_->RegisterNode(r);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->rank(), 2);
+  EXPECT_TRUE(got->joins_running_job());
+  EXPECT_EQ(core_->GetJob("k")->workers_size(), 3);
+  EXPECT_EQ(core_->GetJob("k")->membership_generation(), 1);
+}
+
 TEST_F(Elastic, JoinsThatTheJobCannotTakeAreRefusedAndChangeNothing) {
   Open(300ms);
-  // Every slot alive: a newcomer is not needed, and the job does not grow past `workers`.
+  // Every slot alive and max_workers reached (the default: `workers`): a newcomer is not
+  // needed.
   auto spec = ElasticSpec("full", 2, 1, 3, 60000);
-  spec.mutable_elastic()->set_max_workers(3);
   ASSERT_TRUE(core_->SubmitJob(spec).ok());
   Register("full", 2);
   const auto before = core_->GetJob("full");
@@ -331,10 +466,48 @@ TEST_F(Elastic, JoinsThatTheJobCannotTakeAreRefusedAndChangeNothing) {
   ASSERT_FALSE(extra.ok());
   EXPECT_EQ(extra.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(extra.status().message().find("all alive"), std::string::npos) << extra.status();
-  EXPECT_NE(extra.status().message().find("max_workers 3: growing past"), std::string::npos)
-      << extra.status();
-  EXPECT_EQ(core_->GetJob("full")->epoch(), before->epoch());
-  EXPECT_EQ(core_->GetJob("full")->membership_generation(), before->membership_generation());
+  EXPECT_NE(extra.status().message().find("max_workers is 2"), std::string::npos) << extra.status();
+  EXPECT_EQ(core_->GetJob("full")->SerializeAsString(), before->SerializeAsString());
+
+  // ps_sync shrinks but takes no newcomer: with max_workers above `workers` it does not grow.
+  auto ps = ElasticSpec("ps", 2, 1, 3, 60000);
+  ps.mutable_mode()->set_mode("ps_sync");
+  ps.set_servers(1);
+  ps.mutable_elastic()->set_max_workers(3);
+  ASSERT_TRUE(core_->SubmitJob(ps).ok());
+  Register("ps", 2);
+  herd::v1::RegisterNodeRequest shard;
+  shard.set_job("ps");
+  shard.set_role(herd::v1::ROLE_SERVER);
+  shard.set_name("s0");
+  ASSERT_TRUE(core_->RegisterNode(shard).ok());
+  ASSERT_EQ(core_->GetJob("ps")->state(), herd::v1::JOB_RUNNING);
+  const std::string ps_before = core_->GetJob("ps")->SerializeAsString();
+  auto ps_extra = Join("ps", "w9");
+  ASSERT_FALSE(ps_extra.ok());
+  EXPECT_EQ(ps_extra.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(ps_extra.status().message().find("takes no newcomer"), std::string::npos)
+      << ps_extra.status();
+  EXPECT_EQ(core_->GetJob("ps")->SerializeAsString(), ps_before);
+
+  // ps_async takes a worker back in a dead slot, but does not grow.
+  auto async = testing::AsyncSpec("async", 2, 1);
+  *async.mutable_elastic() = spec.elastic();
+  async.mutable_elastic()->set_max_workers(3);
+  ASSERT_TRUE(core_->SubmitJob(async).ok());
+  Register("async", 2);
+  shard.set_job("async");
+  ASSERT_TRUE(core_->RegisterNode(shard).ok());
+  ASSERT_EQ(core_->GetJob("async")->state(), herd::v1::JOB_RUNNING);
+  const std::string async_before = core_->GetJob("async")->SerializeAsString();
+  auto async_extra = Join("async", "w9");
+  ASSERT_FALSE(async_extra.ok());
+  EXPECT_EQ(async_extra.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(async_extra.status().message().find("mode ps_async takes a worker back in a dead "
+                                                "slot but does not grow"),
+            std::string::npos)
+      << async_extra.status();
+  EXPECT_EQ(core_->GetJob("async")->SerializeAsString(), async_before);
 
   // A mode that neither shrinks nor takes a worker back (none of the registry's: one it does
   // not know) is refused; every mode that shrinks takes a newcomer, but ps_sync and ps_ec.
@@ -347,6 +520,10 @@ TEST_F(Elastic, JoinsThatTheJobCannotTakeAreRefusedAndChangeNothing) {
     herd::v1::ModeSpec mode;
     mode.set_mode(name);
     EXPECT_EQ(JoinRefusal(*before, mode, "w9"), "") << name;
+    // Each grows too, but ps_async: it takes a worker back only in a dead slot.
+    EXPECT_EQ(GrowRefusal(*before, mode, "w9").find("does not grow") != std::string::npos,
+              std::string(name) == "ps_async")
+        << name;
   }
   herd::v1::ModeSpec ps_sync;
   ps_sync.set_mode("ps_sync");
