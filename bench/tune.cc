@@ -34,13 +34,20 @@ std::vector<coll::DecisionRule> RulesFromResults(const std::vector<BenchResult>&
     // The pick per size, with hysteresis: the previous size's pick stays while it is within
     // kSwitchMargin of the fastest here, so that noise between near-equal algorithms does not
     // make the table switch back and forth.
+    // At the largest measured size the hysteresis is not applied when the classic algorithm
+    // is the fastest there: the classic takes over right above it anyway (below), and keeping
+    // the previous pick would run it at that size where it was measured slower (recursive
+    // halving's 16M reduce-scatter at P = 4, 9 % behind the ring).
+    const coll::Algorithm classic = coll::ClassicAlgorithm(op);
+    const size_t largest = by_size.rbegin()->first;
     std::vector<std::pair<size_t, coll::Algorithm>> picks;
     for (const auto& [bytes, by_algo] : by_size) {
       auto fastest =
           std::min_element(by_algo.begin(), by_algo.end(),
                            [](const auto& a, const auto& b) { return a.second < b.second; });
       coll::Algorithm pick = fastest->first;
-      if (!picks.empty()) {
+      const bool classic_takes_over = bytes == largest && pick == classic;
+      if (!picks.empty() && !classic_takes_over) {
         auto kept = by_algo.find(picks.back().second);
         if (kept != by_algo.end() && kept->second <= kSwitchMargin * fastest->second) {
           pick = kept->first;
@@ -60,7 +67,6 @@ std::vector<coll::DecisionRule> RulesFromResults(const std::vector<BenchResult>&
     // Above the largest measured size the table does not extrapolate: the classic algorithm
     // (bandwidth-optimal) takes over. A 16M pick extended to 256M once ran the reduce-scatter
     // at half the ring's speed (recursive halving's strided blocks, docs/BENCHMARKS.md).
-    const coll::Algorithm classic = coll::ClassicAlgorithm(op);
     if (rules.back().algorithm != classic) {
       rules.back().up_to_bytes = picks.back().first;
       rules.push_back({op, ranks, dtype_bytes, coll::kUnbounded, classic});

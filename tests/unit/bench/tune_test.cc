@@ -66,6 +66,23 @@ TEST(Tune, APickWithinTenPercentOfTheFastestStays) {
   EXPECT_EQ(rules[1].algorithm, coll::Algorithm::kRing);
 }
 
+TEST(Tune, TheClassicFastestAtTheLargestSizeIsNotHeldBack) {
+  const std::vector<BenchResult> results = {
+      Herd(BenchOp::kReduceScatter, "rh", 4096, 1.0e-5),
+      Herd(BenchOp::kReduceScatter, "ring", 4096, 2.0e-5),
+      // The ring 8 % faster at the largest size: within the margin, but the ring takes over
+      // right above it anyway, so it starts here.
+      Herd(BenchOp::kReduceScatter, "rh", 16384, 5.4e-5),
+      Herd(BenchOp::kReduceScatter, "ring", 16384, 5.0e-5),
+  };
+  const auto rules = RulesFromResults(results, 4, 4);
+  ASSERT_EQ(rules.size(), 2u);
+  EXPECT_EQ(rules[0].algorithm, coll::Algorithm::kRecursiveHalving);
+  EXPECT_EQ(rules[0].up_to_bytes, 8192u);
+  EXPECT_EQ(rules[1].algorithm, coll::Algorithm::kRing);
+  EXPECT_EQ(rules[1].up_to_bytes, coll::kUnbounded);
+}
+
 TEST(Tune, MergeKeepsOtherRankCountsAndRefusesABadFile) {
   auto dir = TempDir::Create("herd-tune-test");
   ASSERT_TRUE(dir.ok());
