@@ -345,6 +345,7 @@ class DistributedOptimizer(torch.optim.Optimizer):
         self._position = tuple(session.start_position)
         self._batches_taken = 0  # the sampler's batches of the current iteration
         self._rollbacks = 0
+        self._lr_at_begin = {}  # iteration -> the learning rate when it began (the last few)
 
         self._handles = []
         for t, p in enumerate(params):
@@ -472,6 +473,9 @@ class DistributedOptimizer(torch.optim.Optimizer):
             self._check_mode()
         self._in_iteration = True
         self._batches_taken = 0
+        if self._elastic:
+            self._lr_at_begin[self._iteration] = self.param_groups[0]["lr"]
+            self._lr_at_begin.pop(self._iteration - 4, None)
         self._passes = [0] * len(self._params)
         self._submitted = [False] * len(self._params)
         self._announced = [False] * len(self._params)
@@ -591,6 +595,15 @@ class DistributedOptimizer(torch.optim.Optimizer):
         self._error = None
         self._in_iteration = False
         iteration, epoch, offset = _session.recover()
+        then, now = self._lr_at_begin.get(iteration), self.param_groups[0]["lr"]
+        if then is not None and then != now:
+            import warnings
+            warnings.warn(
+                f"herd: rolled back to iteration {iteration}, which began at learning rate "
+                f"{then}; the optimizer's rate is {now} now. A schedule stepped once per step() "
+                f"counts the rolled-back steps, and workers may have rolled back different "
+                f"numbers of them: set the rate from herd.iteration() in an elastic job "
+                f"(docs/python.md, Elastic jobs)", RuntimeWarning)
         self._iteration = iteration
         self._position = (epoch, offset)
         self._batches_taken = 0

@@ -32,11 +32,11 @@ class Net(nn.Module):
 
 
 def teacher_data(n, seed):
-    """Seeded samples labelled by a fixed random two-layer teacher (the same on every worker)."""
+    """Seeded samples labelled by a fixed random small teacher network (the same on every worker)."""
     g = torch.Generator().manual_seed(seed)
-    w1, w2 = torch.randn(12, 16, generator=g), torch.randn(16, 4, generator=g)
+    w1, w2 = torch.randn(12, 8, generator=g), torch.randn(8, 4, generator=g)
     x = torch.randn(n, 12, generator=g)
-    return x, (torch.tanh(x @ w1) @ w2).argmax(1)
+    return x, (torch.relu(x @ w1) @ w2).argmax(1)
 
 
 def main():
