@@ -156,7 +156,9 @@ def mode():
 
 
 def iteration():
-    """Optimizer steps this worker has completed (the index of the next iteration)."""
+    """The index of the next iteration: the optimizer steps completed (a resumed or joining
+    worker counts from herd.start_iteration(); in an elastic job a rollback moves it back to the
+    iteration that runs again)."""
     return _optimizer._iteration if _optimizer is not None else 0
 
 
