@@ -48,6 +48,7 @@ def main():
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--step-sleep", type=float, default=0.0,
                    help="seconds to wait after each step (so a kill lands mid-run)")
+    p.add_argument("--loader-workers", type=int, default=0, help="DataLoader(num_workers=)")
     args = p.parse_args()
 
     herd.init()
@@ -64,7 +65,7 @@ def main():
                                     model=model)
     herd.broadcast_parameters(model.state_dict(), root_rank=0)
     sampler = herd.ElasticSampler(train, batch_size=args.batch)
-    loader = DataLoader(train, batch_sampler=sampler)
+    loader = DataLoader(train, batch_sampler=sampler, num_workers=args.loader_workers)
 
     progress = os.path.join(args.out, f"progress-{rank}")
     batches = {}  # iteration -> this worker's sample indices, as last run
