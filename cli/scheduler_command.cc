@@ -30,7 +30,6 @@ class SchedulerCommand : public Command {
         ->required();
     app.add_option("--heartbeat-timeout", heartbeat_timeout_,
                    "A node silent for this long is declared dead (e.g. 10s, 500ms)")
-        ->envname("HERD_HEARTBEAT_TIMEOUT")
         ->capture_default_str();
     app.add_option("--tls-cert", server_.tls_cert_file, "PEM certificate: serve with TLS");
     app.add_option("--tls-key", server_.tls_key_file, "PEM private key of --tls-cert");

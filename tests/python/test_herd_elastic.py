@@ -85,7 +85,8 @@ class ElasticBase(unittest.TestCase):
                "--", PYTHON, os.path.join(HERE, "train_elastic.py"), "--out", out_dir,
                "--epochs", str(epochs), "--batch", str(BATCH), "--train-samples", str(SAMPLES),
                "--step-sleep", "0.05", *script_args]
-        # A dead worker is declared within 3 s (the scheduler's default is 10 s).
+        # A dead worker is declared within 3 s: the environment twin of the scheduler's
+        # --heartbeat-timeout (its default is 10 s), which herd local passes on to its children.
         env = dict(os.environ, HERD_HEARTBEAT_TIMEOUT="3s")
         with open(os.path.join(top, "stdout"), "w") as so, \
                 open(os.path.join(top, "stderr"), "w") as se:
