@@ -12,6 +12,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -294,27 +295,50 @@ class PySession {
   }
 
   // Every rank's `value` under `key` (one key per call and rank, through the job's store at
-  // the scheduler): the small collectives of herd.allreduce / herd.broadcast.
-  std::vector<py::bytes> exchange(const std::string& key, const std::string& value, int root) {
-    std::vector<std::string> out;
+  // the scheduler), by rank: the small collectives of herd.allreduce / herd.broadcast. In an
+  // elastic job a rank the scheduler declared dead is left out (it would never answer).
+  std::map<int, py::bytes> exchange(const std::string& key, const std::string& value, int root) {
+    std::map<int, std::string> out;
     Unlocked([&] { return Exchange(key, value, root, out); });
-    return {out.begin(), out.end()};
+    std::map<int, py::bytes> bytes;
+    for (auto& [r, v] : out) bytes.emplace(r, py::bytes(v));
+    return bytes;
   }
 
  private:
   absl::Status Exchange(const std::string& key, const std::string& value, int root,
-                        std::vector<std::string>& out) {
+                        std::map<int, std::string>& out) {
     transport::Store& store = session_->store();
     const std::string prefix = "python/" + key + "/";
     if (root < 0 || root == rank()) {
       if (auto st = store.Set(prefix + std::to_string(rank()), value); !st.ok()) return st;
     }
     const Deadline deadline = Deadline::After(timeout_);
+    const bool elastic = session_->spec().has_elastic();
     for (int r = 0; r < size(); ++r) {
       if (root >= 0 && r != root) continue;
-      absl::StatusOr<std::string> v = store.Get(prefix + std::to_string(r), deadline);
-      if (!v.ok()) return session_->Diagnose(v.status());
-      out.push_back(*std::move(v));
+      for (;;) {
+        // Elastic: wait in short slices, asking between them whether the rank is still alive.
+        const Deadline slice = elastic && deadline.remaining() > std::chrono::seconds(1)
+                                   ? Deadline::After(std::chrono::seconds(1))
+                                   : deadline;
+        absl::StatusOr<std::string> v = store.Get(prefix + std::to_string(r), slice);
+        if (v.ok()) {
+          out[r] = *std::move(v);
+          break;
+        }
+        if (!elastic || deadline.expired() || !absl::IsDeadlineExceeded(v.status())) {
+          return session_->Diagnose(v.status());
+        }
+        absl::StatusOr<std::vector<int>> live = session_->LiveRanks();
+        if (live.ok() && std::find(live->begin(), live->end(), r) == live->end()) {
+          if (r == root) {
+            return absl::UnavailableError(absl::StrFormat(
+                "the root rank %d of %s left the job (the scheduler declared it dead)", r, key));
+          }
+          break;  // a dead rank's value is left out
+        }
+      }
     }
     return absl::OkStatus();
   }

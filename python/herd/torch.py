@@ -779,25 +779,31 @@ def _to_bytes(t):
 
 
 def _exchange(tag, data, root):
-    """Every rank's bytes (root < 0), or the root's, through the job's store, in chunks."""
+    """Every rank's bytes (root < 0), or the root's, through the job's store, in chunks, in rank
+    order. In an elastic job the ranks the scheduler declared dead are left out."""
     s = _require()
     chunks = max(1, math.ceil(len(data) / _STORE_CHUNK)) if data is not None else 0
     head = s.exchange(tag + "/n", str(chunks).encode() if data is not None else b"", root)
-    counts = [int(h) for h in head]
-    parts = [[] for _ in counts]
-    for c in range(max(counts)):
+    counts = {r: int(h) for r, h in head.items()}
+    parts = {r: [] for r in counts}
+    for c in range(max(counts.values())):
         piece = data[c * _STORE_CHUNK:(c + 1) * _STORE_CHUNK] if data is not None and c < chunks \
             else b""
         got = s.exchange(f"{tag}/{c}", piece, root)
-        for i, g in enumerate(got):
-            if c < counts[i]:
-                parts[i].append(g)
-    return [b"".join(p) for p in parts]
+        for r in list(parts):
+            if c < counts[r]:
+                if r in got:
+                    parts[r].append(got[r])
+                else:
+                    del parts[r]  # died between two chunks
+    return [b"".join(parts[r]) for r in sorted(parts)]
 
 
 def allreduce(tensor, average=True):
     """The sum (average=True: the mean) of `tensor` over the workers, as a new tensor. Every
-    worker calls it in the same order. Through the scheduler: for metrics, not for models."""
+    worker calls it in the same order. Through the scheduler: for metrics, not for models. In an
+    elastic job, over the workers alive (a dead one is left out once the scheduler declared it
+    dead)."""
     _require()
     t = tensor.detach().cpu()
     got = _exchange(_next_tag("allreduce"), _to_bytes(t), -1)

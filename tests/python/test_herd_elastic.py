@@ -169,6 +169,8 @@ class ElasticTest(ElasticBase):
             self.assertIn("runs iteration", run.log(f"worker-{r}.log"))
         self.assertIdentical(run, survivors)
         self.assertEpochsCovered(run, survivors, epochs=4)
+        # herd.allreduce at the end leaves the dead rank out.
+        self.assertEqual(run.rank(0)["rank_sum"], sum(survivors))
 
     def test_allreduce_restarted_worker_rejoins(self):
         """Worker 2 killed at a third with --max-restarts 1: herd local starts it again, it
@@ -184,6 +186,9 @@ class ElasticTest(ElasticBase):
         self.assertIn("joined job 'local' at iteration",
                       run.log(f"worker-{VICTIM}-restart-1.log"))
         self.assertIdentical(run, list(range(WORKERS)))
+        # The restarted script's herd.allreduce meets the others' (broadcast_parameters,
+        # which does nothing in a joining worker, still counts its calls).
+        self.assertEqual(run.rank(VICTIM)["rank_sum"], sum(range(WORKERS)))
 
     def test_sampler_gives_herds_data_order(self):
         """Undisturbed: worker r's batch of iteration k is the B samples at r x B of the k-th

@@ -86,13 +86,15 @@ def main():
 
     with torch.no_grad():
         accuracy = float((model(test_x).argmax(1) == test_y).float().mean())
+    # Over the live workers: a dead one is left out (it would never answer).
+    rank_sum = float(herd.allreduce(torch.tensor([float(rank)]), average=False)[0])
     herd.finish(metrics={"test_accuracy": accuracy, "loss": float(loss)})
     torch.save([t.detach().clone() for t in model.parameters()],
                os.path.join(args.out, f"rank-{rank}.pt"))
     with open(os.path.join(args.out, f"rank-{rank}.json"), "w") as f:
         json.dump({"batches": {str(k): v for k, v in batches.items()}, "start": start,
                    "rollbacks": herd.rollbacks(), "iterations": herd.iteration(),
-                   "accuracy": accuracy, "pid": os.getpid()}, f)
+                   "accuracy": accuracy, "rank_sum": rank_sum, "pid": os.getpid()}, f)
 
 
 if __name__ == "__main__":
