@@ -25,6 +25,7 @@
 
 #include "absl/strings/str_format.h"
 #include "common/deadline.h"
+#include "scheduler/client/job_wait.h"
 #include "worker/data/epoch_order.h"
 #include "worker/session.h"
 
@@ -123,7 +124,10 @@ class PySession {
     options.metrics_listen = o["metrics_listen"].cast<std::string>();
     options.server_tls_ca_file = o["server_tls_ca_file"].cast<std::string>();
     options.server_tls = o["server_tls"].cast<bool>() || !options.server_tls_ca_file.empty();
-    options.preempt_grace = Ms(o["preempt_grace_s"].cast<double>());
+    auto grace = scheduler::ParseDurationFlag(o["preempt_grace"].cast<std::string>());
+    if (!grace.ok())
+      throw py::value_error("HERD_PREEMPT_GRACE: " + std::string(grace.status().message()));
+    options.preempt_grace = *grace;
     if (InstallPreemptionHandler()) {
       options.stop_requested = &g_sigterm;
       options.preemptible = &g_preemptible;

@@ -60,17 +60,6 @@ def _env(name, default=""):
     return os.environ.get(name, default)
 
 
-def _duration_s(name, default):
-    """Seconds of a duration variable as herd's flags write them: 90s, 500ms, 2m, 1h (a bare
-    number is seconds); ValueError naming the variable otherwise."""
-    import re
-    text = _env(name, default).strip()
-    m = re.fullmatch(r"([0-9]+(?:\.[0-9]*)?)(ms|s|m|h)?", text)
-    if not m:
-        raise ValueError(f"{name}='{text}' is not a duration (e.g. 60s, 500ms, 2m)")
-    return float(m.group(1)) * {"ms": 0.001, "s": 1, None: 1, "m": 60, "h": 3600}[m.group(2)]
-
-
 def init():
     """Joins the job named by HERD_SCHEDULER and HERD_JOB (set by `herd local`), as one of its
     workers: registers, receives the rank, starts heartbeating. Optional: HERD_NAME (the
@@ -110,7 +99,8 @@ def init():
         "metrics_listen": _env("HERD_METRICS_LISTEN"),
         "server_tls": _env("HERD_SERVER_TLS") == "1",
         "server_tls_ca_file": _env("HERD_SERVER_CA"),
-        "preempt_grace_s": _duration_s("HERD_PREEMPT_GRACE", "60s"),
+        # Parsed as `herd worker --preempt-grace` parses it (300, 300s, 5m, 1m30s).
+        "preempt_grace": _env("HERD_PREEMPT_GRACE", "60s"),
     }
     _session = _herd.Session(options)
     _install_exit_handlers()

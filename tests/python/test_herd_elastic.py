@@ -239,6 +239,18 @@ class PreemptionTest(ElasticBase):
             self.assertTrue(torch.equal(a, b), "the resumed run ends elsewhere")
         self.assertIdentical(resumed, list(range(WORKERS)))
 
+    def test_a_grace_that_is_no_duration_is_refused(self):
+        """HERD_PREEMPT_GRACE is read as `herd worker --preempt-grace` reads it: herd.init()
+        refuses what is no duration, naming the variable, before it contacts anyone."""
+        env = dict(os.environ, HERD_SCHEDULER="127.0.0.1:1", HERD_JOB="none",
+                   HERD_PREEMPT_GRACE="soon",
+                   PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(
+                       os.path.abspath(HERD))), "python"))
+        p = subprocess.run([PYTHON, "-c", "import herd.torch as herd; herd.init()"], env=env,
+                           capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("ValueError: HERD_PREEMPT_GRACE: 'soon' is not a duration", p.stderr)
+
 
 class ElasticAccuracyTest(ElasticBase):
     """Every mode (label `slow`): worker 2 killed at a third (restarted where the mode takes a
