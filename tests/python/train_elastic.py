@@ -32,7 +32,7 @@ class Net(nn.Module):
 
 
 def teacher_data(n, seed):
-    """Seeded samples labelled by a fixed random small teacher network (the same on every worker)."""
+    """Seeded samples labelled by a fixed random small network (the same on every worker)."""
     g = torch.Generator().manual_seed(seed)
     w1, w2 = torch.randn(12, 8, generator=g), torch.randn(8, 4, generator=g)
     x = torch.randn(n, 12, generator=g)
