@@ -201,6 +201,26 @@ class ElasticTest(ElasticBase):
                 first = int(k) * WORKERS * BATCH + r * BATCH
                 self.assertEqual(got, list(order[first:first + BATCH]), f"rank {r} iteration {k}")
 
+    def test_sampler_with_gradient_accumulation(self):
+        """backward_passes_per_step=2: an iteration takes two global batches, in order; 2
+        workers, not elastic."""
+        run = self.run_job("allreduce", epochs=1, kill=False, elastic=False, workers=2,
+                           script_args=["--accumulate", "2"])
+        self.assertEqual(run.rc, 0, run.out + run.err)
+        per_iteration = 2 * 2 * BATCH  # two global batches of 2 x B
+        iterations = SAMPLES // per_iteration
+        order = epoch_order(0)
+        for r in range(2):
+            got = run.rank(r)
+            self.assertEqual(got["iterations"], iterations)
+            for k in range(iterations):
+                want = []
+                for j in range(2):
+                    first = k * per_iteration + j * 2 * BATCH + r * BATCH
+                    want += list(order[first:first + BATCH])
+                self.assertEqual(got["batches"][str(k)], want, f"rank {r} iteration {k}")
+        self.assertIdentical(run, [0, 1])
+
     def test_loader_workers_are_refused(self):
         """DataLoader(num_workers=2) would take batches ahead of a rollback: the sampler refuses
         the second batch before step(), and the job fails with that message."""

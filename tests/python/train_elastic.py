@@ -49,6 +49,7 @@ def main():
     p.add_argument("--step-sleep", type=float, default=0.0,
                    help="seconds to wait after each step (so a kill lands mid-run)")
     p.add_argument("--loader-workers", type=int, default=0, help="DataLoader(num_workers=)")
+    p.add_argument("--accumulate", type=int, default=1, help="backward_passes_per_step")
     args = p.parse_args()
 
     herd.init()
@@ -62,7 +63,7 @@ def main():
 
     model = Net()
     opt = herd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9),
-                                    model=model)
+                                    model=model, backward_passes_per_step=args.accumulate)
     herd.broadcast_parameters(model.state_dict(), root_rank=0)
     sampler = herd.ElasticSampler(train, batch_size=args.batch)
     loader = DataLoader(train, batch_sampler=sampler, num_workers=args.loader_workers)
@@ -70,13 +71,20 @@ def main():
     progress = os.path.join(args.out, f"progress-{rank}")
     batches = {}  # iteration -> this worker's sample indices, as last run
     start = herd.start_iteration()
+    passes = 0
     for epoch in range(args.epochs):
         for xb, yb, index in loader:
             it = herd.iteration()
-            batches[it] = index.tolist()
-            opt.zero_grad()
+            if passes == 0:
+                opt.zero_grad()
+                batches[it] = []
+            batches[it] += index.tolist()
             loss = F.cross_entropy(model(xb), yb)
             loss.backward()
+            passes += 1
+            if passes < args.accumulate:
+                continue  # the gradients add up in .grad until the k-th pass
+            passes = 0
             opt.step(loss=loss)
             with open(progress + ".tmp", "w") as f:
                 f.write(f"{os.getpid()} {herd.iteration()}\n")
