@@ -607,7 +607,14 @@ class LocalCommand final : public Command {
                 "HERD_TIMELINE=" + timeline_dir_,
                 "HERD_METRICS_LISTEN=" + MetricsListen(name),
                 "HERD_SEED=" + std::to_string(seed_),
+                "HERD_PREEMPT_GRACE=" + preempt_grace_,
                 "PYTHONUNBUFFERED=1"};
+    // TLS to the scheduler and the shards, as the built-in workers get it (AddClientOf).
+    if (!tls_ca_.empty()) {
+      const std::string ca = fs::absolute(tls_ca_).string();
+      spec.env.insert(spec.env.end(), {"HERD_TLS=1", "HERD_TLS_CA=" + ca, "HERD_SERVER_TLS=1",
+                                       "HERD_SERVER_CA=" + ca});
+    }
     // The token every process sends (herd.init() reads the file, as --token-file does).
     if (!token_file_.empty()) {
       spec.env.push_back("HERD_TOKEN_FILE=" + fs::absolute(token_file_).string());

@@ -10,6 +10,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -21,6 +25,7 @@
 
 #include "absl/strings/str_format.h"
 #include "common/deadline.h"
+#include "scheduler/client/job_wait.h"
 #include "worker/data/epoch_order.h"
 #include "worker/session.h"
 
@@ -69,6 +74,27 @@ std::chrono::milliseconds Ms(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
+// SIGTERM is a preemption, as for `herd worker` (cli/worker_command.cc): while the session says
+// a checkpoint can be taken, the handler only sets the flag the session reads, and the job
+// stops at a last checkpoint; otherwise (and at a second SIGTERM) the signal kills the process
+// as it always did. Installed only where SIGTERM still has its default action, so a script's
+// own handler (signal.signal) is kept.
+std::atomic<bool> g_sigterm{false};
+std::atomic<bool> g_preemptible{false};
+
+bool InstallPreemptionHandler() {
+  struct sigaction old = {};
+  if (sigaction(SIGTERM, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) return false;
+  struct sigaction sa = {};
+  sa.sa_handler = [](int sig) {
+    if (!g_preemptible.load() || g_sigterm.exchange(true)) {
+      signal(sig, SIG_DFL);
+      raise(sig);
+    }
+  };
+  return sigaction(SIGTERM, &sa, nullptr) == 0;
+}
+
 // A tensor as herd/torch.py hands it over: fp32 host memory that outlives the session.
 struct TensorArg {
   std::string name;
@@ -96,6 +122,16 @@ class PySession {
     options.fusion.tune = o["tune_fusion"].cast<bool>();
     options.timeline_dir = o["timeline_dir"].cast<std::string>();
     options.metrics_listen = o["metrics_listen"].cast<std::string>();
+    options.server_tls_ca_file = o["server_tls_ca_file"].cast<std::string>();
+    options.server_tls = o["server_tls"].cast<bool>() || !options.server_tls_ca_file.empty();
+    auto grace = scheduler::ParseDurationFlag(o["preempt_grace"].cast<std::string>());
+    if (!grace.ok())
+      throw py::value_error("HERD_PREEMPT_GRACE: " + std::string(grace.status().message()));
+    options.preempt_grace = *grace;
+    if (InstallPreemptionHandler()) {
+      options.stop_requested = &g_sigterm;
+      options.preemptible = &g_preemptible;
+    }
     absl::StatusOr<std::unique_ptr<worker::Session>> session;
     {
       py::gil_scoped_release release;
@@ -169,6 +205,10 @@ class PySession {
       py::gil_scoped_release release;
       ex = session_->BeginIteration(iteration);
     }
+    if (!ex.ok()) {
+      executor_ = nullptr;
+      failed_ = ex.status();
+    }
     executor_ = Value(ex);
     return std::string(executor_->mode());
   }
@@ -196,14 +236,48 @@ class PySession {
     stats.backward_seconds = backward_s;
     stats.samples = samples;
     // Reports the iteration to the scheduler (an RPC): other Python threads run meanwhile.
-    Unlocked([&] { return session_->EndIteration(stats); });
+    Unlocked([&] { return Kept(session_->EndIteration(stats)); });
   }
 
   void flush() {
-    Unlocked([&] { return Diagnosed(session_->Flush()); });
+    Unlocked([&] { return Diagnosed(Kept(session_->Flush())); });
   }
 
   double exposed_comm_seconds() const { return session_->exposed_comm_seconds(); }
+
+  // ---- Elastic membership (docs/elastic.md, docs/python.md "Elastic jobs") ----
+  bool elastic() const { return session_->spec().has_elastic(); }
+  bool preempted() const { return session_->preempted(); }
+  // Where the script is in herd's data order, before each iteration begins (saved with
+  // checkpoints, handed to a joining worker, returned by a rollback).
+  void set_data_position(int64_t epoch, int64_t offset) {
+    session_->SetDataPosition({epoch, offset});
+  }
+  std::pair<int64_t, int64_t> start_position() const {
+    const worker::DataPosition& at = session_->start_position();
+    return {at.epoch, at.offset};
+  }
+  // This worker's part (first, count) of the global batch of `batch_size` x the job's workers,
+  // in the iteration begun last (after a shrink: its share among the live workers).
+  std::pair<int64_t, int64_t> data_slice(int batch_size) const {
+    const worker::BatchSlice slice = session_->DataSlice(batch_size);
+    return {slice.first, slice.count};
+  }
+  // Rolls back after the error the last failed call raised (Session::Recover): the iteration to
+  // run again and its data position (iteration, epoch, offset), or raises the error itself
+  // when no membership change is behind it.
+  std::tuple<int64_t, int64_t, int64_t> recover() {
+    if (failed_.ok()) Check(absl::FailedPreconditionError("recover(): no call of herd failed"));
+    absl::StatusOr<worker::Session::Rollback> back;
+    {
+      py::gil_scoped_release release;
+      back = session_->Recover(failed_);
+    }
+    failed_ = absl::OkStatus();
+    executor_ = nullptr;
+    worker::Session::Rollback r = Value(std::move(back));
+    return {r.iteration, r.position.epoch, r.position.offset};
+  }
 
   void finish(int64_t iterations, double final_loss, double test_accuracy, double train_seconds,
               double samples_per_second, const std::map<std::string, double>& metrics) {
@@ -225,27 +299,50 @@ class PySession {
   }
 
   // Every rank's `value` under `key` (one key per call and rank, through the job's store at
-  // the scheduler): the small collectives of herd.allreduce / herd.broadcast.
-  std::vector<py::bytes> exchange(const std::string& key, const std::string& value, int root) {
-    std::vector<std::string> out;
+  // the scheduler), by rank: the small collectives of herd.allreduce / herd.broadcast. In an
+  // elastic job a rank the scheduler declared dead is left out (it would never answer).
+  std::map<int, py::bytes> exchange(const std::string& key, const std::string& value, int root) {
+    std::map<int, std::string> out;
     Unlocked([&] { return Exchange(key, value, root, out); });
-    return {out.begin(), out.end()};
+    std::map<int, py::bytes> bytes;
+    for (auto& [r, v] : out) bytes.emplace(r, py::bytes(v));
+    return bytes;
   }
 
  private:
   absl::Status Exchange(const std::string& key, const std::string& value, int root,
-                        std::vector<std::string>& out) {
+                        std::map<int, std::string>& out) {
     transport::Store& store = session_->store();
     const std::string prefix = "python/" + key + "/";
     if (root < 0 || root == rank()) {
       if (auto st = store.Set(prefix + std::to_string(rank()), value); !st.ok()) return st;
     }
     const Deadline deadline = Deadline::After(timeout_);
+    const bool elastic = session_->spec().has_elastic();
     for (int r = 0; r < size(); ++r) {
       if (root >= 0 && r != root) continue;
-      absl::StatusOr<std::string> v = store.Get(prefix + std::to_string(r), deadline);
-      if (!v.ok()) return session_->Diagnose(v.status());
-      out.push_back(*std::move(v));
+      for (;;) {
+        // Elastic: wait in short slices, asking between them whether the rank is still alive.
+        const Deadline slice = elastic && deadline.remaining() > std::chrono::seconds(1)
+                                   ? Deadline::After(std::chrono::seconds(1))
+                                   : deadline;
+        absl::StatusOr<std::string> v = store.Get(prefix + std::to_string(r), slice);
+        if (v.ok()) {
+          out[r] = *std::move(v);
+          break;
+        }
+        if (!elastic || deadline.expired() || !absl::IsDeadlineExceeded(v.status())) {
+          return session_->Diagnose(v.status());
+        }
+        absl::StatusOr<std::vector<int>> live = session_->LiveRanks();
+        if (live.ok() && std::find(live->begin(), live->end(), r) == live->end()) {
+          if (r == root) {
+            return absl::UnavailableError(absl::StrFormat(
+                "the root rank %d of %s left the job (the scheduler declared it dead)", r, key));
+          }
+          break;  // a dead rank's value is left out
+        }
+      }
     }
     return absl::OkStatus();
   }
@@ -255,11 +352,17 @@ class PySession {
     return executor_;
   }
   absl::Status Diagnosed(absl::Status st) {
-    return st.ok() ? st : session_->Diagnose(std::move(st));
+    return st.ok() ? st : session_->Diagnose(Kept(std::move(st)));
+  }
+  // Keeps the error of a failed call as it was (before Diagnose) for recover().
+  absl::Status Kept(absl::Status st) {
+    if (!st.ok()) failed_ = st;
+    return st;
   }
 
   std::unique_ptr<worker::Session> session_;
   worker::Executor* executor_ = nullptr;
+  absl::Status failed_;  // the last failed call's error, for recover()
   std::shared_ptr<std::atomic<double>> lr_ = std::make_shared<std::atomic<double>>(0.0);
   std::chrono::milliseconds timeout_{std::chrono::seconds(120)};
 };
@@ -302,7 +405,13 @@ PYBIND11_MODULE(_herd, m) {
       .def("flush", &PySession::flush)
       .def("finish", &PySession::finish)
       .def("fail", &PySession::fail)
-      .def("exchange", &PySession::exchange);
+      .def("exchange", &PySession::exchange)
+      .def_property_readonly("elastic", &PySession::elastic)
+      .def_property_readonly("preempted", &PySession::preempted)
+      .def_property_readonly("start_position", &PySession::start_position)
+      .def("set_data_position", &PySession::set_data_position)
+      .def("data_slice", &PySession::data_slice)
+      .def("recover", &PySession::recover);
 
   // The global data order of worker/data/epoch_order.h, bit for bit.
   m.def("epoch_order",

@@ -209,6 +209,9 @@ class Session {
   // This worker's part of the global batch (batch_size x the job's workers) of the iteration
   // begun last: B samples at rank x B, or after a shrink an even share among the live workers.
   BatchSlice DataSlice(int batch_size) const;
+  // The ranks the scheduler holds alive now (every rank of a job that lost none): whose values
+  // a program's own exchanges through store() can still wait for.
+  absl::StatusOr<std::vector<int>> LiveRanks() const;
   // Whether this worker evaluates the final model (its result is the job's): rank 0, or the
   // lowest live rank once rank 0 is gone.
   bool evaluates() const { return member_index_ == 0; }

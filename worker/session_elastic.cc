@@ -466,6 +466,15 @@ absl::Status Session::JoinRunningJob() {
   }
 }
 
+absl::StatusOr<std::vector<int>> Session::LiveRanks() const {
+  HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus job, client_->GetJob(options_.job));
+  std::vector<int> live;
+  for (int r = 0; r < job.workers_size(); ++r) {
+    if (job.workers(r).alive()) live.push_back(r);
+  }
+  return live;
+}
+
 BatchSlice Session::DataSlice(int batch_size) const {
   // The global batch is the spec's P x B whatever the live count (docs/elastic.md), split by
   // position among the stretch's members: with all P ranks 0..P-1 that is rank r's

@@ -18,6 +18,12 @@ update itself, in place, with the torch optimizer's settings translated (SGD, mo
 decay, Adam); the learning rate is read at every step, so torch's LR schedulers work. The mode
 is the job's, and may change between two iterations (a planned switch, `herd job set-mode`)
 without the script knowing. Reference: docs/python.md.
+
+Elastic jobs (a worker dies, or a restarted one rejoins): take the data from herd.ElasticSampler
+(a batch sampler over herd's global data order) and nothing else changes. A step() that a
+membership change interrupts rolls the model and herd's optimizer state back to the last
+iteration every live worker completed and returns without an update; the sampler then gives the
+batches of the iterations to run again, split among the live workers.
 """
 
 import atexit
@@ -37,13 +43,15 @@ Error = _herd.Error
 __all__ = [
     "init", "rank", "size", "mode", "iteration", "start_iteration", "state", "DistributedOptimizer",
     "broadcast_parameters",
-    "broadcast", "broadcast_", "allreduce", "finish", "epoch_order", "Error",
+    "broadcast", "broadcast_", "allreduce", "finish", "epoch_order", "ElasticSampler",
+    "rollbacks", "Error",
 ]
 
 _session = None
 _optimizer = None  # the DistributedOptimizer of this process (one per process)
 _finished = False
 _failed = False  # the script raised: the job was failed, never finished
+_preempted = False  # the job stopped at its preemption checkpoint: exit 0 without finishing
 _collectives = 0  # calls of allreduce/broadcast so far: the same sequence on every rank
 _STORE_CHUNK = 1 << 20  # bytes per key of the scheduler's store
 
@@ -57,9 +65,11 @@ def init():
     workers: registers, receives the rank, starts heartbeating. Optional: HERD_NAME (the
     identity a restarted process takes its slot back with), HERD_RANK, HERD_TOKEN (or
     HERD_TOKEN_FILE, a file holding it, as `herd worker --token-file`), HERD_TLS=1,
-    HERD_TLS_CA, HERD_TRANSPORT (ucx|nccl), HERD_THREADS (torch's intra-op threads),
-    HERD_FUSION_THRESHOLD_KIB, HERD_TUNE_FUSION=1, HERD_TIMELINE (a directory),
-    HERD_METRICS_LISTEN (HOST:PORT: serve Prometheus metrics there, docs/metrics.md)."""
+    HERD_TLS_CA, HERD_SERVER_TLS=1, HERD_SERVER_CA (the shards' TLS), HERD_TRANSPORT
+    (ucx|nccl), HERD_THREADS (torch's intra-op threads), HERD_FUSION_THRESHOLD_KIB,
+    HERD_TUNE_FUSION=1, HERD_TIMELINE (a directory), HERD_METRICS_LISTEN (HOST:PORT: serve
+    Prometheus metrics there, docs/metrics.md), HERD_PREEMPT_GRACE (SIGTERM: how long the job
+    may take to checkpoint and stop, default 60s)."""
     global _session
     if _session is not None:
         return
@@ -87,6 +97,10 @@ def init():
         "tune_fusion": _env("HERD_TUNE_FUSION") == "1",
         "timeline_dir": _env("HERD_TIMELINE"),
         "metrics_listen": _env("HERD_METRICS_LISTEN"),
+        "server_tls": _env("HERD_SERVER_TLS") == "1",
+        "server_tls_ca_file": _env("HERD_SERVER_CA"),
+        # Parsed as `herd worker --preempt-grace` parses it (300, 300s, 5m, 1m30s).
+        "preempt_grace": _env("HERD_PREEMPT_GRACE", "60s"),
     }
     _session = _herd.Session(options)
     _install_exit_handlers()
@@ -132,7 +146,9 @@ def mode():
 
 
 def iteration():
-    """Optimizer steps this worker has completed (the index of the next iteration)."""
+    """The index of the next iteration: the optimizer steps completed (a resumed or joining
+    worker counts from herd.start_iteration(); in an elastic job a rollback moves it back to the
+    iteration that runs again)."""
     return _optimizer._iteration if _optimizer is not None else 0
 
 
@@ -164,6 +180,12 @@ def state(**values):
             raise ValueError(f"herd.state({name}=...): not a JSON value: {e}") from None
         s.set_program_value(name, text)  # ValueError past the bounds
     return {k: json.loads(v) for k, v in s.resumed_program_values().items()}
+
+
+def rollbacks():
+    """How many times this worker rolled back after a membership change of an elastic job
+    (each time step() returned without an update and herd.iteration() went back)."""
+    return _optimizer._rollbacks if _optimizer is not None else 0
 
 
 def epoch_order(count, epoch, seed=None):
@@ -306,7 +328,16 @@ class DistributedOptimizer(torch.optim.Optimizer):
         # A resumed job's parameters are written into these tensors here (the checkpoint's).
         session.attach([_herd.TensorArg(n, p.data_ptr(), p.numel(), list(p.shape))
                         for n, p in zip(names, params)], 0)
+        # A worker that joined a running elastic job starts where the live workers go on.
         self._iteration = session.start_iteration
+        # Elastic jobs (docs/python.md, "Elastic jobs"): the data position of the next iteration
+        # (epoch, offset in herd's global order), kept when an ElasticSampler feeds the loop.
+        self._elastic = session.elastic
+        self._sampler = None
+        self._position = tuple(session.start_position)
+        self._batches_taken = 0  # the sampler's batches of the current iteration
+        self._rollbacks = 0
+        self._lr_at_begin = {}  # iteration -> the learning rate when it began (the last few)
 
         self._handles = []
         for t, p in enumerate(params):
@@ -326,8 +357,8 @@ class DistributedOptimizer(torch.optim.Optimizer):
     def _count_samples(self, module, inputs):
         # The model's own pre-hook runs before its modules': it may begin the iteration.
         if torch.is_grad_enabled() and inputs and torch.is_tensor(inputs[0]) and inputs[0].dim():
-            if not self._in_iteration:
-                self._begin_iteration()
+            if not self._in_iteration and not self._begin_in_hook():
+                return
             self._samples += int(inputs[0].shape[0])
 
     def _make_pre_hook(self, tensors):
@@ -336,17 +367,36 @@ class DistributedOptimizer(torch.optim.Optimizer):
                 # Evaluation: the parameters must hold every update (dear defers them).
                 self.synchronize()
                 return
-            if not self._in_iteration:
-                self._begin_iteration()
-            announced = self._announced
-            for t in tensors:
-                if not announced[t]:
-                    announced[t] = True
-                    _session.before_forward(t)
             if self._announce_at_begin is None:  # iteration 0 learns which tensors have one
                 for t in tensors:
                     self._prehooked[t] = True
+            if self._error is not None:
+                return  # the iteration failed already: step() handles it
+            if not self._in_iteration and not self._begin_in_hook():
+                return
+            announced = self._announced
+            try:
+                for t in tensors:
+                    if not announced[t]:
+                        announced[t] = True
+                        _session.before_forward(t)
+            except Error as e:
+                if not self._elastic:
+                    raise
+                self._error = e  # a membership change: step() rolls back
         return hook
+
+    def _begin_in_hook(self):
+        """Begins the iteration from a forward hook. In an elastic job an error of herd is kept
+        for step(), which rolls back, and the forward goes on without herd (False)."""
+        try:
+            self._begin_iteration()
+            return True
+        except Error as e:
+            if not self._elastic or _session.preempted:
+                raise
+            self._error = e
+            return False
 
     def _make_grad_hook(self, t):
         p = self._params[t]
@@ -402,11 +452,22 @@ class DistributedOptimizer(torch.optim.Optimizer):
         if self._in_iteration:
             return
         self._check_parameters()
-        mode = _session.begin_iteration(self._iteration)
+        if self._sampler is not None:
+            _session.set_data_position(*self._position)
+        try:
+            mode = _session.begin_iteration(self._iteration)
+        except Error:
+            if _session.preempted:
+                _stop_preempted(self._iteration)
+            raise
         if mode != self._mode:
             self._mode = mode
             self._check_mode()
         self._in_iteration = True
+        self._batches_taken = 0
+        if self._elastic:
+            self._lr_at_begin[self._iteration] = self.param_groups[0]["lr"]
+            self._lr_at_begin.pop(self._iteration - 4, None)
         self._passes = [0] * len(self._params)
         self._submitted = [False] * len(self._params)
         self._announced = [False] * len(self._params)
@@ -460,7 +521,14 @@ class DistributedOptimizer(torch.optim.Optimizer):
         call it."""
         if self._in_iteration:
             return  # mid-iteration: the parameters already hold what this forward needs
-        _session.flush()
+        try:
+            _session.flush()
+        except Error:
+            if not self._elastic:
+                raise
+            # A membership change met dear's last all-gathers: the parameters go back to the
+            # last iteration every live worker completed; the sampler gives its batches again.
+            self._rollback()
 
     def step(self, closure=None, loss=None):
         """Ends the iteration: gradients not produced in it count as zero, the mode's
@@ -490,6 +558,14 @@ class DistributedOptimizer(torch.optim.Optimizer):
                 self._loss = float(loss.detach() if torch.is_tensor(loss) else loss)
             end = time.perf_counter()
             _session.end_iteration(self._loss, 0.0, end - self._t_begin, self._samples)
+        except Error:
+            self._in_iteration = False
+            if not self._elastic:
+                raise
+            # An elastic job whose live workers changed: roll back (or raise the error itself
+            # when no membership change is behind it) and return without an update.
+            self._rollback()
+            return loss
         except BaseException:
             self._in_iteration = False
             raise
@@ -497,7 +573,74 @@ class DistributedOptimizer(torch.optim.Optimizer):
         self._total_samples += self._samples
         self._in_iteration = False
         self._iteration += 1
+        if self._sampler is not None:
+            for _ in range(self._passes_per_step):
+                self._position = self._sampler._advance(self._position)
         return loss
+
+    def _rollback(self):
+        """Session::Recover after a failed call of an elastic job: waits for the scheduler's new
+        membership, restores the parameters (in place: the model's tensors hold them) and
+        herd's optimizer state of the last commit; the next iteration is the first one to run
+        again, at its data position. Raises the original error when no membership change is
+        behind it."""
+        self._error = None
+        self._in_iteration = False
+        iteration, epoch, offset = _session.recover()
+        then, now = self._lr_at_begin.get(iteration), self.param_groups[0]["lr"]
+        if then is not None and then != now:
+            import warnings
+            warnings.warn(
+                f"herd: rolled back to iteration {iteration}, which began at learning rate "
+                f"{then}; the optimizer's rate is {now} now. A schedule stepped once per step() "
+                f"counts the rolled-back steps, and workers may have rolled back different "
+                f"numbers of them: set the rate from herd.iteration() in an elastic job "
+                f"(docs/python.md, Elastic jobs)", RuntimeWarning)
+        self._iteration = iteration
+        self._position = (epoch, offset)
+        self._batches_taken = 0
+        self._rollbacks += 1
+        for p in self._params:  # the gradients of the iteration that did not complete
+            p.grad = None
+
+    def _next_batch(self, sampler, epoch):
+        """The indices of this worker's next batch from `sampler` for the loop over `epoch`, or
+        None when that epoch is done (the next iteration's position is in a later one)."""
+        if self._sampler is None:
+            self._sampler = sampler
+        elif self._sampler is not sampler:
+            raise ValueError("one herd.ElasticSampler feeds this worker's training; another one "
+                             "was iterated before (evaluate with an ordinary sampler)")
+        while True:
+            if self._in_iteration:
+                if self._batches_taken >= self._passes_per_step:
+                    raise RuntimeError(
+                        f"herd.ElasticSampler gives {self._passes_per_step} batch(es) per "
+                        f"step() (backward_passes_per_step): call step() before the next batch. "
+                        f"A DataLoader over it needs num_workers=0 (its workers would take "
+                        f"batches ahead, before a rollback could change them)")
+            else:
+                if self._position[0] > epoch:
+                    if self._elastic:
+                        # The epoch's end: dear's last all-gathers complete here, so a
+                        # membership change they meet rolls back into this epoch.
+                        self.synchronize()
+                        if self._position[0] <= epoch:
+                            continue
+                    return None
+                try:
+                    self._begin_iteration()
+                except Error:
+                    if not self._elastic:
+                        raise
+                    self._rollback()
+                    continue
+            at = self._position
+            for _ in range(self._batches_taken):
+                at = sampler._advance(at)
+            first, count = _session.data_slice(sampler.batch_size)
+            self._batches_taken += 1
+            return sampler._indices(at, first, count)
 
     def _raise_hook_error(self):
         if self._error is not None:
@@ -516,6 +659,103 @@ class DistributedOptimizer(torch.optim.Optimizer):
         return f"herd.DistributedOptimizer({self._inner!r})"
 
 
+def _stop_preempted(iteration):
+    """SIGTERM (a preemption, as for `herd worker`): the job saved its last checkpoint and
+    stopped before `iteration`. The script ends here with status 0 and without finish(); the
+    job resumes from the checkpoint (`herd local --resume DIR`)."""
+    global _preempted
+    _preempted = True
+    print(f"herd: preempted: job stopped at its checkpoint before iteration {iteration}",
+          file=sys.stderr, flush=True)
+    raise SystemExit(0)
+
+
+# --- the data of an elastic job ---------------------------------------------------------------
+
+class ElasticSampler:
+    """A batch sampler over herd's global data order that follows the job's live workers.
+
+        sampler = herd.ElasticSampler(train_set, batch_size=64)   # instead of DistributedSampler
+        loader = DataLoader(train_set, batch_sampler=sampler)      # num_workers=0
+        for epoch in range(epochs):
+            for x, y in loader:
+                ...; opt.step()
+
+    Iteration i of the job takes the global batch of batch_size x herd.size() samples at the
+    job's data position (an epoch is a permutation of the dataset, herd.epoch_order, the same
+    on every worker; the last partial global batch of an epoch is dropped); each worker gets
+    its part: batch_size samples at rank x batch_size, or, after a worker died, an even share
+    among the live workers, so the global batch (and the learning rate that goes with it) stays
+    and every epoch still covers the whole training set. After a rollback the next batches are
+    those of the iterations that run again; a worker that joins a running job starts at the
+    live workers' position (the loops of the epochs before it give nothing). This is what the
+    built-in C++ worker trains on (Session::DataSlice), bit for bit.
+
+    dataset: a dataset (len()) or the number of samples. shuffle: herd's seeded permutation per
+    epoch (False: 0..n-1 in order). seed: the permutation's seed (default: the job's).
+    Each __iter__ is one epoch (set_epoch(e) names it, as with DistributedSampler). Build the
+    herd.DistributedOptimizer first; one ElasticSampler feeds a worker's training.
+    """
+
+    def __init__(self, dataset, batch_size, shuffle=True, seed=None):
+        n = dataset if isinstance(dataset, int) else len(dataset)
+        if n < 1:
+            raise ValueError(f"herd.ElasticSampler: the dataset is empty")
+        if int(batch_size) < 1:
+            raise ValueError(f"herd.ElasticSampler: batch_size must be >= 1, got {batch_size}")
+        _require()
+        self.count = int(n)
+        self.batch_size = int(batch_size)
+        self.shuffle = bool(shuffle)
+        self.seed = seed
+        self._epoch = None  # set_epoch's, for the next __iter__
+        self._next_epoch = 0
+        self._order = (None, None)  # (epoch, its permutation)
+
+    def set_epoch(self, epoch):
+        """The epoch the next iteration over the sampler is (as DistributedSampler.set_epoch);
+        without it each __iter__ is the epoch after the previous one's."""
+        self._epoch = int(epoch)
+
+    def _global(self):
+        return _require().size * self.batch_size
+
+    def __len__(self):
+        """Batches of an epoch at the job's worker count (the last partial one dropped)."""
+        return max(1, self.count // self._global())
+
+    def __iter__(self):
+        epoch = self._epoch if self._epoch is not None else self._next_epoch
+        self._epoch = None
+        self._next_epoch = epoch + 1
+        if _optimizer is None:
+            raise RuntimeError("build the herd.DistributedOptimizer before iterating a "
+                               "herd.ElasticSampler: the batches follow its iterations")
+        while True:
+            indices = _optimizer._next_batch(self, epoch)
+            if indices is None:
+                return
+            yield indices
+
+    def _advance(self, at):
+        """worker/data/epoch_order.cc Advance: the position one global batch later."""
+        epoch, offset = at
+        g = self._global()
+        offset += g
+        if offset + g > self.count and offset > 0:
+            return (epoch + 1, 0)
+        return (epoch, offset)
+
+    def _indices(self, at, first, count):
+        epoch, offset = at
+        if self._order[0] != epoch:
+            order = epoch_order(self.count, epoch, self.seed) if self.shuffle else \
+                torch.arange(self.count, dtype=torch.int64)
+            self._order = (epoch, order)
+        positions = (offset + first + torch.arange(count, dtype=torch.int64)) % self.count
+        return self._order[1][positions].tolist()
+
+
 # --- collectives of the user's own tensors ----------------------------------------------------
 
 def _next_tag(what):
@@ -529,25 +769,31 @@ def _to_bytes(t):
 
 
 def _exchange(tag, data, root):
-    """Every rank's bytes (root < 0), or the root's, through the job's store, in chunks."""
+    """Every rank's bytes (root < 0), or the root's, through the job's store, in chunks, in rank
+    order. In an elastic job the ranks the scheduler declared dead are left out."""
     s = _require()
     chunks = max(1, math.ceil(len(data) / _STORE_CHUNK)) if data is not None else 0
     head = s.exchange(tag + "/n", str(chunks).encode() if data is not None else b"", root)
-    counts = [int(h) for h in head]
-    parts = [[] for _ in counts]
-    for c in range(max(counts)):
+    counts = {r: int(h) for r, h in head.items()}
+    parts = {r: [] for r in counts}
+    for c in range(max(counts.values())):
         piece = data[c * _STORE_CHUNK:(c + 1) * _STORE_CHUNK] if data is not None and c < chunks \
             else b""
         got = s.exchange(f"{tag}/{c}", piece, root)
-        for i, g in enumerate(got):
-            if c < counts[i]:
-                parts[i].append(g)
-    return [b"".join(p) for p in parts]
+        for r in list(parts):
+            if c < counts[r]:
+                if r in got:
+                    parts[r].append(got[r])
+                else:
+                    del parts[r]  # died between two chunks
+    return [b"".join(parts[r]) for r in sorted(parts)]
 
 
 def allreduce(tensor, average=True):
     """The sum (average=True: the mean) of `tensor` over the workers, as a new tensor. Every
-    worker calls it in the same order. Through the scheduler: for metrics, not for models."""
+    worker calls it in the same order. Through the scheduler: for metrics, not for models. In an
+    elastic job, over the workers alive (a dead one is left out once the scheduler declared it
+    dead)."""
     _require()
     t = tensor.detach().cpu()
     got = _exchange(_next_tag("allreduce"), _to_bytes(t), -1)
@@ -582,15 +828,19 @@ def broadcast_parameters(params, root_rank=0):
     in place, so every worker starts from the same model."""
     if _optimizer is not None:
         _optimizer.synchronize()
-    if _require().start_iteration > 0 and _optimizer is not None:
-        # Resumed: the parameters are the checkpoint's, already what every rank must hold (in
-        # the decentralized modes each rank's own model, which a broadcast would overwrite).
-        return
     items = params.items() if hasattr(params, "items") else params
-    for item in items:
-        tensor = item[1] if isinstance(item, tuple) else item
-        if torch.is_tensor(tensor) and tensor.numel() > 0:
-            broadcast_(tensor, root_rank)
+    tensors = [item[1] if isinstance(item, tuple) else item for item in items]
+    tensors = [t for t in tensors if torch.is_tensor(t) and t.numel() > 0]
+    if _require().start_iteration > 0 and _optimizer is not None:
+        # Resumed, or joined a running elastic job: the parameters are the checkpoint's or the
+        # live workers', already what every rank must hold (in the decentralized modes each
+        # rank's own model, which a broadcast would overwrite). The calls are counted, so the
+        # script's later herd.allreduce() meets the others' under the same key.
+        global _collectives
+        _collectives += len(tensors)
+        return
+    for tensor in tensors:
+        broadcast_(tensor, root_rank)
 
 
 # --- the end ----------------------------------------------------------------------------------
@@ -616,7 +866,14 @@ def finish(metrics=None):
     seconds = (o._last_end - o._first_begin) if o and o._last_end else 0.0
     samples = o._total_samples if o else 0
     if o is not None:
+        before = o._iteration
         o.synchronize()
+        if o._iteration != before:
+            raise RuntimeError(
+                f"herd.finish(): a membership change met this worker's last iteration after its "
+                f"loop ended; the job went back to iteration {o._iteration}, which this worker "
+                f"can no longer train (take the data from a herd.ElasticSampler: its loop ends "
+                f"only after the last iteration's updates completed)")
     loss = metrics.get("loss", o._loss if o else float("nan"))
     s.finish(iterations, loss if math.isfinite(loss) else 0.0,
              metrics.get("test_accuracy", -1.0), seconds,
@@ -644,7 +901,7 @@ def _install_exit_handlers():
     def at_exit():
         # A script that ends without herd.finish() finishes with no metrics; one that is
         # ending because of an exception failed the job in on_exception already.
-        if _session is not None and not _finished and not _failed:
+        if _session is not None and not _finished and not _failed and not _preempted:
             finish()
 
     atexit.register(at_exit)

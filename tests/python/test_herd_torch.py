@@ -191,6 +191,31 @@ class FeaturesTest(HerdTorchTest):
                               local_args=["--servers", "1", "--token-file", token])
         self.assertTrained(run, iterations=6)
 
+    def test_tls_to_the_scheduler_and_the_shards(self):
+        # herd local --tls-cert: the scheduler and the shard serve TLS only, and the Python
+        # workers connect with it (HERD_TLS/HERD_TLS_CA, HERD_SERVER_TLS/HERD_SERVER_CA, as
+        # `herd worker --scheduler-tls --server-tls --server-ca`); a token on top.
+        d = tempfile.mkdtemp(prefix="herd-py-tls-")
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", d]))
+        cert, key, token = (os.path.join(d, f) for f in ("cert.pem", "key.pem", "token"))
+        made = subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+             "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+             "-keyout", key, "-out", cert], capture_output=True)
+        if made.returncode != 0:
+            self.skipTest("openssl cannot make a test certificate")
+        with open(token, "w") as f:
+            f.write("python-tls-token\n")
+        state = os.path.join(d, "state")
+        run = self.herd_local("ps_sync", ["--iterations", "6"],
+                              local_args=["--servers", "1", "--token-file", token, "--tls-cert",
+                                          cert, "--tls-key", key, "--state", state])
+        self.assertTrained(run, iterations=6)
+        with open(os.path.join(state, "logs", "server-0.log")) as f:
+            shard = f.read()
+        self.assertIn("TLS", shard)
+        self.assertNotIn("plaintext", shard)
+
     def test_without_model_argument(self):
         run = self.herd_local("dear", ["--no-model"])
         self.assertTrained(run, rate=False)
