@@ -233,6 +233,59 @@ INSTANTIATE_TEST_SUITE_P(Modes, ElasticGrow,
                          ::testing::Values("allreduce", "dear", "lp", "sparse", "topk_allgather",
                                            "decentralized", "decentralized_lp", "clps"));
 
+// A checkpoint of a job grown from three to four resumes: the checkpoint (requested once the
+// fourth worker joined) holds the four workers' files and its manifest counts four, and a job
+// of three resumed from it starts at its iteration, reads all four (the decentralized models
+// are averaged over the four: a resume at another worker count) and completes.
+TEST_F(ElasticJob, ACheckpointOfAGrownJobResumesWithThree) {
+  sched_.Start(dir_ + "/scheduler", 0, {"--heartbeat-timeout", "3s"});
+  const std::string ckpt = dir_ + "/grown-ckpt";
+  Submit("grownck", 3, 30000, "{min_workers: 2, max_workers: 4, max_failures: 1}", "decentralized");
+  std::vector<pid_t> w;
+  for (int i = 0; i < 3; ++i) w.push_back(Worker("grownck", i));
+  WaitForIteration("grownck", 60);
+  const pid_t extra =
+      SpawnHerd({"worker", "--scheduler", sched_.address(), "--job", "grownck", "--name", "extra",
+                 "--wait-for-job", "60", "--threads", "1", "--timeout", "60"},
+                Log("grownck-extra"));
+  pids_.push_back(extra);
+  // Once the four trained together (the join's event went on), a checkpoint.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (JsonNumbers(Json("grownck"), "resumedUnixMs").empty() &&
+         std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  auto asked = RunHerd({"job", "checkpoint", "grownck", "--dir", ckpt, "--wait", "--wait-timeout",
+                        "60", "--scheduler", sched_.address()});
+  ASSERT_EQ(asked.rc, 0) << asked.out << Status("grownck");
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(ExitCode(w[i], 240), 0) << ReadFile(Log("grownck-w" + std::to_string(i)));
+  }
+  EXPECT_EQ(ExitCode(extra, 240), 0) << ReadFile(Log("grownck-extra"));
+  EXPECT_NE(Status("grownck").find("completed: 4 of 4 workers finished"), std::string::npos)
+      << Status("grownck");
+
+  // The checkpoint's manifest, as `herd checkpoint` shows it: four workers.
+  auto shown = RunHerd({"checkpoint", "list", ckpt});
+  EXPECT_EQ(shown.rc, 0) << shown.out;
+  EXPECT_TRUE(std::regex_search(shown.out, std::regex("decentralized +4 +0 "))) << shown.out;
+
+  Submit("resumed", 3, 30000, "{min_workers: 2}\nresume_from: " + ckpt, "decentralized");
+  std::vector<pid_t> r;
+  for (int i = 0; i < 3; ++i) r.push_back(Worker("resumed", i));
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(ExitCode(r[i], 240), 0) << ReadFile(Log("resumed-w" + std::to_string(i)));
+  }
+  const std::string status = Status("resumed");
+  EXPECT_NE(status.find("COMPLETED"), std::string::npos) << status;
+  EXPECT_NE(status.find("decentralized with 4 workers"), std::string::npos) << status;
+  const std::string w0 = ReadFile(Log("resumed-w0"));
+  EXPECT_NE(w0.find("resuming from " + ckpt), std::string::npos) << w0;
+  EXPECT_GT(Accuracy(status), 0.6) << status;
+  std::printf("%s\ntest accuracy after resuming the grown job's checkpoint with three: %.4f\n",
+              shown.out.c_str(), Accuracy(status));
+}
+
 // A job killed and restarted a third in against the same job undisturbed: within 2 points.
 TEST_F(ElasticJob, AJobWhoseWorkerRejoinedEndsNearTheUndisturbedAccuracy) {
   const std::string json = KillAndRestart("back", "allreduce");
