@@ -54,7 +54,10 @@ herd::v1::CheckpointManifest Manifest(const JobStatus& s, const CheckpointRecord
   m.set_id(c.id());
   m.set_iteration(c.iteration());
   m.set_mode(ModeAt(s, c.iteration()).mode());
-  m.set_workers(s.spec().workers());
+  // The worker processes that may have saved a file: the job's slots, more than the spec's
+  // `workers` once an elastic job grew. The readers look for worker-0 .. worker-(N-1) and
+  // reshard by this count (a resume at the spec's count is one at another worker count).
+  m.set_workers(WorkerSlots(s));
   m.set_shards(s.spec().servers());
   m.set_created_unix_ms(NowUnixMs());
   m.set_trigger(c.trigger());

@@ -15,14 +15,10 @@ namespace {
 
 using Seconds = std::chrono::duration<double>;
 
-// The training of one worker, once its session has joined the job.
-absl::StatusOr<herd::v1::TrainingResult> Train(Session& session,
-                                               const TrainableFactory& make_trainable,
+// The training of one worker, once its session registered with the job and `model` is built.
+absl::StatusOr<herd::v1::TrainingResult> Train(Session& session, std::unique_ptr<Trainable> model,
                                                const std::string& loss_file) {
-  const int rank = session.rank();
   const int world = session.world_size();
-  HERD_ASSIGN_OR_RETURN(std::unique_ptr<Trainable> model,
-                        make_trainable({session.spec(), rank, world}));
   const auto& training = session.spec().training();
   const int64_t samples_total = model->TrainSamples();
   const int batch = training.batch_size();
@@ -128,9 +124,27 @@ absl::Status WriteResultFile(const std::string& path, const herd::v1::TrainingRe
 
 absl::StatusOr<herd::v1::TrainingResult> RunWorker(const WorkerOptions& options,
                                                    const TrainableFactory& make_trainable) {
-  HERD_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Join(options.session));
+  HERD_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Open(options.session));
+  // The model and the data first, registered after: a worker that joins a running elastic job
+  // is waited for by the live workers from its registration on, so its own start-up (seconds
+  // of libtorch and the dataset on a loaded machine) must not fall in that wait
+  // (docs/elastic.md, "Rejoin"). At a job's start it changes nothing: the job runs once every
+  // worker registered and attached.
+  const auto started = std::chrono::steady_clock::now();
+  absl::StatusOr<std::unique_ptr<Trainable>> model =
+      make_trainable({session->spec(), options.session.rank.value_or(-1), session->world_size()});
+  if (!model.ok()) {
+    // A worker that cannot build its model fails the job, naming itself, as any error of its
+    // own does: it registers to say so.
+    if (auto st = session->Register(); !st.ok()) return model.status();
+    session->Fail(model.status());
+    return model.status();
+  }
+  Log().info("worker '{}': model and data ready in {:.2f} s; registering", session->name(),
+             Seconds(std::chrono::steady_clock::now() - started).count());
+  HERD_RETURN_IF_ERROR(session->Register());
   absl::StatusOr<herd::v1::TrainingResult> result =
-      Train(*session, make_trainable, options.loss_file);
+      Train(*session, *std::move(model), options.loss_file);
   if (!result.ok()) {
     // What the failed worker did up to its failure is worth keeping.
     if (auto st = session->timeline().Write(); !st.ok()) Log().warn("{}", st.ToString());

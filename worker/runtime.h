@@ -3,9 +3,13 @@
 // (worker/trainable.h) through a Session (worker/session.h), which does everything that is
 // about the job (registration, plans, modes, the scheduler protocol):
 //
-//   session = Join                  waits for the job, registers
+//   session = Open                  waits for the job, reads its spec
 //   model = make_trainable(spec)    the model and this worker's data
+//   Register                        a worker of the job from here on (heartbeats)
 //   Attach(model)                   declares the layout and the iteration count, waits to run
+//
+// The model comes before the registration so that a worker joining a running elastic job is
+// ready when the live workers start waiting for it (docs/elastic.md, "Rejoin").
 //   for each iteration i:           BeginIteration(i); model.Step(executor); EndIteration
 //   Flush; rank 0 evaluates the test set; Finish(result)
 //
@@ -30,11 +34,13 @@ struct WorkerOptions {
   std::string loss_file;    // append "ITERATION LOSS" of every iteration there when set
 };
 
-// What the runtime knows when it asks for the model.
+// What the runtime knows when it asks for the model: before the worker registered, so its
+// rank may not be known yet (the model must not depend on it: each Step gets its part of the
+// batch).
 struct TrainableRequest {
   herd::v1::JobSpec spec;
-  int rank = 0;
-  int world_size = 1;
+  int rank = -1;       // the rank asked for (--rank), -1 when the scheduler picks it
+  int world_size = 1;  // the spec's workers
 };
 using TrainableFactory =
     std::function<absl::StatusOr<std::unique_ptr<Trainable>>(const TrainableRequest&)>;

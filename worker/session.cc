@@ -57,7 +57,7 @@ Session::~Session() {
   comm_.reset();
 }
 
-absl::StatusOr<std::unique_ptr<Session>> Session::Join(SessionOptions options) {
+absl::StatusOr<std::unique_ptr<Session>> Session::Open(SessionOptions options) {
   if (options.job.empty()) {
     return absl::InvalidArgumentError("no job to join: give --job (or HERD_JOB)");
   }
@@ -73,11 +73,18 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Join(SessionOptions options) {
   HERD_ASSIGN_OR_RETURN(std::unique_ptr<scheduler::SchedulerClient> client,
                         scheduler::SchedulerClient::Connect(options.scheduler));
   std::unique_ptr<Session> session(new Session(std::move(options), std::move(client)));
+  session->opened_at_ = std::chrono::steady_clock::now();
+  HERD_RETURN_IF_ERROR(session->AwaitJob().status());
+  return session;
+}
+
+absl::StatusOr<std::unique_ptr<Session>> Session::Join(SessionOptions options) {
+  HERD_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Open(std::move(options)));
   HERD_RETURN_IF_ERROR(session->Register());
   return session;
 }
 
-absl::Status Session::Register() {
+absl::StatusOr<herd::v1::JobStatus> Session::AwaitJob() {
   const std::string what = absl::StrFormat("worker '%s'", options_.name);
   HERD_ASSIGN_OR_RETURN(
       herd::v1::JobStatus job,
@@ -87,6 +94,18 @@ absl::Status Session::Register() {
     return absl::FailedPreconditionError(absl::StrFormat(
         "job '%s' has already completed; there is nothing left for %s to do", options_.job, what));
   }
+  spec_ = job.spec();
+  elastic_ = spec_.has_elastic();
+  return job;
+}
+
+absl::Status Session::Register() {
+  if (is_registered_) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "worker '%s' has registered in job '%s' already", options_.name, options_.job));
+  }
+  // The job as it is now: the program may have spent a while on its start-up since Open.
+  HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus job, AwaitJob());
   herd::v1::RegisterNodeRequest reg;
   reg.set_job(options_.job);
   reg.set_role(herd::v1::ROLE_WORKER);
@@ -110,10 +129,9 @@ absl::Status Session::Register() {
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
   registered_at_ = std::chrono::steady_clock::now();
+  is_registered_ = true;
   rank_ = registered_.rank();
   member_index_ = rank_;
-  spec_ = job.spec();
-  elastic_ = spec_.has_elastic();
   // Registered into an elastic job that runs: this worker joins at the new epoch and takes the
   // state from the live workers (Attach), not from the model it builds nor from a checkpoint.
   joining_ = registered_.joins_running_job();
@@ -142,14 +160,17 @@ absl::Status Session::Register() {
         auto status = client_->GetJob(options_.job);
         NoteJobEnded(answer.job_state(), status.ok() ? EndReason(*status) : "");
       });
-  Log().info("worker {} of {} in job '{}' ({} {}, {} epoch(s), batch {})", rank_, spec_.workers(),
+  Log().info("worker {} of {} in job '{}' ({} {}, {} epoch(s), batch {}){}", rank_, spec_.workers(),
              options_.job, spec_.training().model(), spec_.mode().mode(), spec_.training().epochs(),
-             spec_.training().batch_size());
+             spec_.training().batch_size(), joining_ ? " joins the running job" : "");
   return absl::OkStatus();
 }
 
 absl::Status Session::Attach(std::vector<ModelTensor> tensors,
                              std::vector<herd::v1::TensorSpec> layout, int64_t planned_iterations) {
+  if (!is_registered_) {
+    return absl::FailedPreconditionError("Register with the job before Attach");
+  }
   if (tensors.size() != layout.size()) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "the model has %d tensors but its layout lists %d", tensors.size(), layout.size()));
@@ -494,6 +515,8 @@ absl::StatusOr<herd::v1::JobStatus> Session::Finish(herd::v1::TrainingResult res
     (*result.mutable_metrics())["elastic_handover_ms"] = 1000.0 * handover_seconds_;
     (*result.mutable_metrics())["elastic_join_ms"] = 1000.0 * join_seconds_;
     (*result.mutable_metrics())["elastic_startup_ms"] = 1000.0 * startup_seconds_;
+    (*result.mutable_metrics())["elastic_startup_registered_ms"] =
+        1000.0 * startup_registered_seconds_;
   }
   // A checkpoint staged near the end is written and reported before the job may complete.
   HERD_RETURN_IF_ERROR(DrainCheckpoints(Deadline::After(options_.timeout)));
@@ -524,6 +547,11 @@ absl::StatusOr<herd::v1::JobStatus> Session::Finish(herd::v1::TrainingResult res
 
 void Session::Fail(const absl::Status& why) {
   if (job_over_.load() || why.ok()) return;
+  if (!is_registered_) {
+    // Not a worker of the job: its failure is its own (the caller registers first to fail it).
+    Log().warn("worker '{}': {}", options_.name, why.ToString());
+    return;
+  }
   herd::v1::FailJobRequest req;
   req.set_job(options_.job);
   req.set_node_id(registered_.node_id());

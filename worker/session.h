@@ -3,7 +3,10 @@
 // the Python front end, any libtorch program) joins a job through it and drives its own
 // forward and backward; the session follows the scheduler's plan and runs the job's mode:
 //
-//   auto session = Session::Join(options);               // registers, waits for the job
+//   auto session = Session::Open(options);               // waits for the job, reads its spec
+//   ... build the model, read the data ...
+//   session->Register();                                 // a worker of the job from now on
+//   (Session::Join(options) is Open and Register at once)
 //   session->Attach(tensors, layout, planned_iterations);  // declares the model, waits to run
 //   for (int64_t i = 0; i < n; ++i) {
 //     Executor* ex = *session->BeginIteration(i);         // plan of i; a new mode switches here
@@ -90,7 +93,24 @@ class Session {
  public:
   // Waits for the job to exist (options.wait_for_job), registers as one of its workers and
   // starts heartbeating. A job that has ended answers with its outcome (OK for COMPLETED).
+  // The same as Open, then Register.
   static absl::StatusOr<std::unique_ptr<Session>> Join(SessionOptions options);
+  // Join in two steps, for a program with a slow start-up (building its model, reading its
+  // data): Open waits for the job and reads its spec (spec(), world_size()) without
+  // registering; the program gets ready; Register makes it a worker of the job. A worker that
+  // registers into a running elastic job is waited for by the live workers at the next epoch's
+  // boundary until it attached, so what it does between Register and Attach is time they lose:
+  // the built-in worker builds its model and reads its data before Register
+  // (docs/elastic.md, "Rejoin"). Until Register, rank() is -1 and nothing else may be called.
+  static absl::StatusOr<std::unique_ptr<Session>> Open(SessionOptions options);
+  // Registers as one of the job's workers (re-reading the job: it may have moved on since
+  // Open), opens the checkpoint a resumed job starts from and starts heartbeating. A restarted
+  // process taking its slot back by name waits (options.start_timeout) until the scheduler
+  // declared its predecessor dead. FAILED_PRECONDITION when registered already.
+  absl::Status Register();
+  bool registered() const { return is_registered_; }
+  // The identity with the scheduler (options.name, or HOST-PID when it was empty).
+  const std::string& name() const { return options_.name; }
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -231,7 +251,8 @@ class Session {
 
  private:
   Session(SessionOptions options, std::shared_ptr<scheduler::SchedulerClient> client);
-  absl::Status Register();
+  // Waits for the job to exist and not to have ended; takes its spec.
+  absl::StatusOr<herd::v1::JobStatus> AwaitJob();
   absl::Status WaitRunning();
   // The plan of `iteration`; a restarting scheduler (UNAVAILABLE) is waited for.
   absl::StatusOr<herd::v1::Plan> FetchPlan(int64_t iteration);
@@ -305,7 +326,8 @@ class Session {
   std::shared_ptr<transport::Store> store_;
   herd::v1::JobSpec spec_;
   herd::v1::RegisterNodeResponse registered_;
-  int rank_ = 0;
+  int rank_ = -1;  // until Register
+  bool is_registered_ = false;
   std::unique_ptr<Timeline> timeline_ = std::make_unique<Timeline>();  // disabled until Register
   std::unique_ptr<scheduler::HeartbeatLoop> heartbeats_;
 
@@ -360,7 +382,12 @@ class Session {
   int64_t handover_bytes_ = 0;   // the state this worker took when it joined
   double handover_seconds_ = 0;  // sending it (after the communicator was built)
   double join_seconds_ = 0;      // Attach's part of the join: the communicator and the state
-  double startup_seconds_ = 0;   // from its registration to that part (its model and data)
+  // From Open to that part: the program's start-up (its model and data) and the registration.
+  double startup_seconds_ = 0;
+  // The part of it after the registration: what the live workers waited for beyond the
+  // communicator and the state (the built-in worker's start-up comes before Register).
+  double startup_registered_seconds_ = 0;
+  std::chrono::steady_clock::time_point opened_at_;
   std::chrono::steady_clock::time_point registered_at_;
   std::atomic<uint64_t> watched_epoch_{0};
   // The job's membership generation as the heartbeat last heard it.

@@ -441,11 +441,14 @@ absl::Status Session::JoinRunningJob() {
         // The state it joins with is its first commit: a loss right away rolls back to it.
         positions_[target] = position_;
         join_seconds_ = Seconds(std::chrono::steady_clock::now() - begin).count();
-        startup_seconds_ = Seconds(begin - registered_at_).count();
+        startup_seconds_ = Seconds(begin - opened_at_).count();
+        startup_registered_seconds_ = Seconds(begin - registered_at_).count();
         Log().info(
-            "worker {}: joined {:.2f} s after it registered ({:.2f} s building its model "
-            "and data, {:.2f} s the communicator and the state)",
-            rank_, startup_seconds_ + join_seconds_, startup_seconds_, join_seconds_);
+            "worker {}: joined {:.2f} s after it registered ({:.2f} s of its start-up after "
+            "registering, {:.2f} s the communicator and the state); its start-up since it "
+            "opened the session: {:.2f} s",
+            rank_, startup_registered_seconds_ + join_seconds_, startup_registered_seconds_,
+            join_seconds_, startup_seconds_);
         return CommitIteration(target - 1);
       }
     }

@@ -211,6 +211,7 @@ absl::StatusOr<ElasticBenchResult> RunElasticBench(const ElasticBenchOptions& o)
       r.handover_bytes = Metric(w, "elastic_handover_bytes");
       r.handover_ms = Metric(w, "elastic_handover_ms");
       r.newcomer_startup_ms = Metric(w, "elastic_startup_ms");
+      r.newcomer_startup_registered_ms = Metric(w, "elastic_startup_registered_ms");
     }
   }
   r.commit_ms_per_iteration = Metric(hit->result(), "elastic_commit_ms");

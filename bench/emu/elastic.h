@@ -36,7 +36,11 @@ struct ElasticBenchResult {
   double rejoin_ms = 0;  // the newcomer's registration to every worker past the new epoch
   double handover_bytes = 0;
   double handover_ms = 0;
-  double newcomer_startup_ms = 0;  // its model and data, before it registered
+  // The newcomer's start-up: from opening its session to its join (its model and data, the
+  // wait for its predecessor to be declared dead), and the part of it after it registered
+  // (what the live workers waited for beyond the communicator and the state).
+  double newcomer_startup_ms = 0;
+  double newcomer_startup_registered_ms = 0;
   double commit_ms_per_iteration = 0;
   double iteration_ms = 0;
   double accuracy = -1;

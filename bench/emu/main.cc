@@ -146,9 +146,11 @@ int Elastic(ElasticBenchOptions o, const std::string& rate_text) {
       r->detection_to_resumed_ms, static_cast<long long>(r->iterations_rerun));
   std::printf(
       "rejoin: %.0f ms (state %.0f bytes = %.2f ms at the link rate, handed over in %.2f ms; the "
-      "newcomer's own start %.0f ms); target 2 s + 1.25 x bytes/link = %.0f ms: %s\n",
+      "newcomer's own start %.0f ms, %.0f ms of it after it registered); target 2 s + 1.25 x "
+      "bytes/link = %.0f ms: %s\n",
       r->rejoin_ms, r->handover_bytes, link_ms, r->handover_ms, r->newcomer_startup_ms,
-      2000 + 1.25 * link_ms, r->rejoin_ms <= 2000 + 1.25 * link_ms ? "met" : "NOT met");
+      r->newcomer_startup_registered_ms, 2000 + 1.25 * link_ms,
+      r->rejoin_ms <= 2000 + 1.25 * link_ms ? "met" : "NOT met");
   std::printf("in-memory commit %.3f ms per iteration of %.1f ms (%.2f %%)\n",
               r->commit_ms_per_iteration, r->iteration_ms,
               r->iteration_ms > 0 ? 100 * r->commit_ms_per_iteration / r->iteration_ms : 0.0);

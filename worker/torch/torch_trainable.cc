@@ -54,8 +54,8 @@ class TorchTrainable final : public Trainable {
     const int64_t n = options_.train.count;
     const int64_t first = at.offset + slice.first;
     if (B < 1) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("worker %d: an empty part of the batch", options_.rank));
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "an empty part of the batch (samples from %d of the global batch)", slice.first));
     }
     std::vector<int64_t> idx(B);
     for (int64_t i = 0; i < B; ++i) idx[i] = order_[(first + i) % n];
@@ -115,8 +115,7 @@ class TorchTrainable final : public Trainable {
 
 absl::StatusOr<std::unique_ptr<Trainable>> MakeTorchTrainable(TorchTrainableOptions options) {
   if (options.train.count < 1) {
-    return absl::FailedPreconditionError(
-        absl::StrFormat("worker %d has no training samples", options.rank));
+    return absl::FailedPreconditionError("the training set has no samples");
   }
   if (options.batch_size < 1) {
     return absl::InvalidArgumentError(

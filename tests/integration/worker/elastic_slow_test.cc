@@ -233,6 +233,107 @@ INSTANTIATE_TEST_SUITE_P(Modes, ElasticGrow,
                          ::testing::Values("allreduce", "dear", "lp", "sparse", "topk_allgather",
                                            "decentralized", "decentralized_lp", "clps"));
 
+// A job of three grown to four whose fourth worker then dies (SIGKILL): the three go on at
+// P = 3 from the commit before the new epoch and complete the job. The grown slot stays an
+// empty slot (a restart under its name, or another newcomer, would take it back): the job
+// counts the death against max_failures and ends with 3 of its 4 slots finished.
+TEST_F(ElasticJob, AGrownJobWhoseExtraWorkerDiesGoesOnWithThree) {
+  sched_.Start(dir_ + "/scheduler", 0, {"--heartbeat-timeout", "3s"});
+  Submit("grownkill", 3, 30000, "{min_workers: 3, max_workers: 4, max_failures: 1}");
+  std::vector<pid_t> w;
+  for (int i = 0; i < 3; ++i) w.push_back(Worker("grownkill", i));
+  WaitForIteration("grownkill", 60);
+  const pid_t extra =
+      SpawnHerd({"worker", "--scheduler", sched_.address(), "--job", "grownkill", "--name", "extra",
+                 "--wait-for-job", "60", "--threads", "1", "--timeout", "60"},
+                Log("grownkill-extra"));
+  pids_.push_back(extra);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (JsonNumbers(Json("grownkill"), "resumedUnixMs").empty() &&
+         std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(JsonNumbers(Json("grownkill"), "resumedUnixMs").empty()) << Status("grownkill");
+  ::kill(extra, SIGKILL);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(ExitCode(w[i], 240), 0) << ReadFile(Log("grownkill-w" + std::to_string(i)));
+  }
+  const std::string status = Status("grownkill");
+  EXPECT_NE(status.find("COMPLETED"), std::string::npos) << status;
+  EXPECT_NE(status.find("worker 'extra' joined as new rank 3"), std::string::npos) << status;
+  EXPECT_NE(status.find("worker 'extra' (rank 3) declared dead"), std::string::npos) << status;
+  EXPECT_NE(status.find("3 workers from iteration"), std::string::npos) << status;
+  EXPECT_NE(status.find("1 of at most 1 failures"), std::string::npos) << status;
+  EXPECT_NE(status.find("completed: 3 of 4 workers finished"), std::string::npos) << status;
+  // min_workers 3 counts live workers: three alive is not a pause.
+  EXPECT_EQ(status.find("paused"), std::string::npos) << status;
+  // The three survivors' replicas (and the job's result) are equal; the dead slot's result is
+  // empty.
+  const std::string json = Json("grownkill");
+  std::vector<std::string> digests;
+  for (const auto& d : JsonStrings(json, "paramsDigest")) {
+    if (!d.empty()) digests.push_back(d);
+  }
+  ASSERT_EQ(digests.size(), 4u) << json;
+  for (const auto& d : digests) EXPECT_EQ(d, digests[0]) << json;
+  EXPECT_GT(Accuracy(status), 0.6) << status;
+  std::printf("test accuracy after growing to four and losing the fourth: %.4f\n",
+              Accuracy(status));
+}
+
+// A checkpoint of a job grown from three to four resumes: the checkpoint (requested once the
+// fourth worker joined) holds the four workers' files and its manifest counts four, and a job
+// of three resumed from it starts at its iteration, reads all four (the decentralized models
+// are averaged over the four: a resume at another worker count) and completes.
+TEST_F(ElasticJob, ACheckpointOfAGrownJobResumesWithThree) {
+  sched_.Start(dir_ + "/scheduler", 0, {"--heartbeat-timeout", "3s"});
+  const std::string ckpt = dir_ + "/grown-ckpt";
+  Submit("grownck", 3, 30000, "{min_workers: 2, max_workers: 4, max_failures: 1}", "decentralized");
+  std::vector<pid_t> w;
+  for (int i = 0; i < 3; ++i) w.push_back(Worker("grownck", i));
+  WaitForIteration("grownck", 60);
+  const pid_t extra =
+      SpawnHerd({"worker", "--scheduler", sched_.address(), "--job", "grownck", "--name", "extra",
+                 "--wait-for-job", "60", "--threads", "1", "--timeout", "60"},
+                Log("grownck-extra"));
+  pids_.push_back(extra);
+  // Once the four trained together (the join's event went on), a checkpoint.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (JsonNumbers(Json("grownck"), "resumedUnixMs").empty() &&
+         std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  auto asked = RunHerd({"job", "checkpoint", "grownck", "--dir", ckpt, "--wait", "--wait-timeout",
+                        "60", "--scheduler", sched_.address()});
+  ASSERT_EQ(asked.rc, 0) << asked.out << Status("grownck");
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(ExitCode(w[i], 240), 0) << ReadFile(Log("grownck-w" + std::to_string(i)));
+  }
+  EXPECT_EQ(ExitCode(extra, 240), 0) << ReadFile(Log("grownck-extra"));
+  EXPECT_NE(Status("grownck").find("completed: 4 of 4 workers finished"), std::string::npos)
+      << Status("grownck");
+
+  // The checkpoint's manifest, as `herd checkpoint` shows it: four workers.
+  auto shown = RunHerd({"checkpoint", "list", ckpt});
+  EXPECT_EQ(shown.rc, 0) << shown.out;
+  EXPECT_TRUE(std::regex_search(shown.out, std::regex("decentralized +4 +0 "))) << shown.out;
+
+  Submit("resumed", 3, 30000, "{min_workers: 2}\nresume_from: " + ckpt, "decentralized");
+  std::vector<pid_t> r;
+  for (int i = 0; i < 3; ++i) r.push_back(Worker("resumed", i));
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(ExitCode(r[i], 240), 0) << ReadFile(Log("resumed-w" + std::to_string(i)));
+  }
+  const std::string status = Status("resumed");
+  EXPECT_NE(status.find("COMPLETED"), std::string::npos) << status;
+  EXPECT_NE(status.find("decentralized with 4 workers"), std::string::npos) << status;
+  const std::string w0 = ReadFile(Log("resumed-w0"));
+  EXPECT_NE(w0.find("resuming from " + ckpt), std::string::npos) << w0;
+  EXPECT_GT(Accuracy(status), 0.6) << status;
+  std::printf("%s\ntest accuracy after resuming the grown job's checkpoint with three: %.4f\n",
+              shown.out.c_str(), Accuracy(status));
+}
+
 // A job killed and restarted a third in against the same job undisturbed: within 2 points.
 TEST_F(ElasticJob, AJobWhoseWorkerRejoinedEndsNearTheUndisturbedAccuracy) {
   const std::string json = KillAndRestart("back", "allreduce");

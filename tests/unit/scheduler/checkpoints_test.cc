@@ -133,6 +133,52 @@ TEST(Checkpoints, CommitsWhenEveryProcessReported) {
   EXPECT_EQ(resolved->manifest.layout_size(), 2);
 }
 
+// An elastic job of three grown to four (docs/elastic.md, "Grow past workers"): the checkpoint
+// expects the fourth worker's file and its manifest counts the four processes that saved, so a
+// resume reads every one of them (and reshards from four).
+TEST(Checkpoints, AGrownElasticJobsCheckpointCountsItsFourWorkers) {
+  herd::v1::JobSpec spec = ExampleSpec();
+  spec.mutable_elastic()->set_min_workers(2);
+  spec.mutable_elastic()->set_max_workers(4);
+  spec.mutable_elastic()->set_max_failures(1);
+  spec.mutable_elastic()->set_pending_timeout_ms(60000);
+  Fixture f(spec, 3, 0);
+  ASSERT_EQ(f.Status().state(), herd::v1::JOB_RUNNING);
+  ASSERT_TRUE(f.Plan(0, 0).ok());
+  herd::v1::RegisterNodeRequest extra;
+  extra.set_job("j1");
+  extra.set_role(herd::v1::ROLE_WORKER);
+  extra.set_name("extra");
+  auto grown = f.core->RegisterNode(extra);
+  ASSERT_TRUE(grown.ok()) << grown.status();
+  ASSERT_EQ(grown->rank(), 3);
+  f.ids.push_back(grown->node_id());
+
+  auto c = f.core->RequestCheckpoint(Ask());
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->expected_size(), 4);
+  for (int w = 0; w < 4; ++w) {
+    auto r = f.Report(*c, static_cast<size_t>(w), "worker-" + std::to_string(w));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->committed(), w == 3);
+  }
+  auto resolved = checkpoint::ResolveCheckpoint(checkpoint::PosixEnv(), f.ckpt.path());
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_EQ(resolved->manifest.files_size(), 4);
+  EXPECT_EQ(resolved->manifest.workers(), 4) << "the slots that saved, not the spec's 3";
+
+  // A job resumed from it learns the count it was saved at.
+  herd::v1::JobSpec again = ExampleSpec();
+  again.set_name("j2");
+  again.set_workers(3);
+  again.mutable_mode()->set_mode("allreduce");
+  again.mutable_mode()->clear_topology();
+  again.set_resume_from(f.ckpt.path());
+  auto submitted = f.core->SubmitJob(again);
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  EXPECT_EQ(f.core->GetJob("j2")->resumed().workers(), 4);
+}
+
 TEST(Checkpoints, AnErrorReportAbortsAndTrainingGoesOn) {
   Fixture f(ExampleSpec(), 2, 0);
   ASSERT_TRUE(f.Plan(0, 0).ok());
