@@ -257,6 +257,9 @@ class PySession {
     const worker::DataPosition& at = session_->start_position();
     return {at.epoch, at.offset};
   }
+  // The iteration start_position is the position of (before start_iteration only for a
+  // worker that joined a running ps_async job: the sampler advances it).
+  int64_t start_position_iteration() const { return session_->start_position_iteration(); }
   // This worker's part (first, count) of the global batch of `batch_size` x the job's workers,
   // in the iteration begun last (after a shrink: its share among the live workers).
   std::pair<int64_t, int64_t> data_slice(int batch_size) const {
@@ -409,6 +412,7 @@ PYBIND11_MODULE(_herd, m) {
       .def_property_readonly("elastic", &PySession::elastic)
       .def_property_readonly("preempted", &PySession::preempted)
       .def_property_readonly("start_position", &PySession::start_position)
+      .def_property_readonly("start_position_iteration", &PySession::start_position_iteration)
       .def("set_data_position", &PySession::set_data_position)
       .def("data_slice", &PySession::data_slice)
       .def("recover", &PySession::recover);

@@ -1,5 +1,7 @@
 // ps_async: every push is applied at once; bounded staleness on the per-key worker clocks.
 
+#include <algorithm>
+
 #include "absl/strings/str_format.h"
 #include "common/status.h"
 #include "server/engines.h"
@@ -21,17 +23,33 @@ std::pair<int64_t, int> AsyncEngine::SlowestLocked(const KeyState& ks) const {
 absl::Status AsyncEngine::PushLocked(KeyState& ks, const PushArgs& args,
                                      std::unique_lock<std::mutex>& lock, Deadline deadline) {
   HERD_RETURN_IF_ERROR(CheckFp32Gradient(args, ks.count));
-  auto check_clock = [&]() -> absl::Status {
-    const int64_t clock = ks.clocks[args.worker];
-    if (args.round < clock) {
-      return absl::AlreadyExistsError(
-          absl::StrFormat("worker %d already pushed clock %d of key %s (its next clock is %d)",
-                          args.worker, args.round, KeyName(args.key), clock));
+  const int w = args.worker;
+  if (const int64_t returns = ReturnsOf(w); ks.based_on_return[w] != returns) {
+    // Back in its slot (a worker restarted into the running elastic job): its new executor
+    // counts its clock from 0, the key's clock of the slot is where its predecessor died. It
+    // goes on at the slowest live peer's clock (the survivors, held by its old clock since it
+    // came back, wait for no one): its pushes are counted from there.
+    ks.based_on_return[w] = returns;
+    int64_t slowest = INT64_MAX;
+    for (int o = 0; o < config_.workers; ++o) {
+      if (o != w && LiveWorker(o)) slowest = std::min(slowest, ks.clocks[o]);
     }
-    if (args.round > clock) {
+    if (slowest != INT64_MAX) ks.clocks[w] = slowest;
+    ks.clock_base[w] = ks.clocks[w] - args.round;
+  }
+  // The key's clock this push is.
+  const int64_t round = args.round + ks.clock_base[w];
+  auto check_clock = [&]() -> absl::Status {
+    const int64_t clock = ks.clocks[w];
+    if (round < clock) {
+      return absl::AlreadyExistsError(
+          absl::StrFormat("worker %d already pushed clock %d of key %s (its next clock is %d)", w,
+                          round, KeyName(args.key), clock));
+    }
+    if (round > clock) {
       return absl::FailedPreconditionError(absl::StrFormat(
-          "worker %d pushed clock %d of key %s, but its next clock is %d (clocks go one by one)",
-          args.worker, args.round, KeyName(args.key), clock));
+          "worker %d pushed clock %d of key %s, but its next clock is %d (clocks go one by one)", w,
+          round, KeyName(args.key), clock));
     }
     return absl::OkStatus();
   };
@@ -41,14 +59,14 @@ absl::Status AsyncEngine::PushLocked(KeyState& ks, const PushArgs& args,
   for (;;) {
     HERD_RETURN_IF_ERROR(Usable());
     auto [slowest, who] = SlowestLocked(ks);
-    if (who < 0 || args.round <= slowest + s) break;
+    if (who < 0 || round <= slowest + s) break;
     if (ks.cv.wait_until(lock, deadline.at()) == std::cv_status::timeout) {
       std::tie(slowest, who) = SlowestLocked(ks);
-      if (who >= 0 && args.round > slowest + s) {
+      if (who >= 0 && round > slowest + s) {
         return absl::DeadlineExceededError(absl::StrFormat(
             "worker %d at clock %d of key %s waited for worker %d (clock %d) to come within "
             "staleness %d, and the deadline passed",
-            args.worker, args.round, KeyName(args.key), who, slowest, s));
+            w, round, KeyName(args.key), who, slowest, s));
       }
     }
     HERD_RETURN_IF_ERROR(check_clock());  // another call of the same worker may have won
@@ -64,10 +82,9 @@ absl::Status AsyncEngine::PushLocked(KeyState& ks, const PushArgs& args,
   ApplyOptimizer(step, *next.params, std::span<const float>(grad, ks.count), *next.slot0,
                  *next.slot1, ks.version + 1);
   next.clocks = ks.clocks;
-  ++(*next.clocks)[args.worker];
-  return CommitRoundLocked(
-      ks, args.key, std::move(next),
-      absl::StrFormat("the push of worker %d (clock %d)", args.worker, args.round));
+  ++(*next.clocks)[w];
+  return CommitRoundLocked(ks, args.key, std::move(next),
+                           absl::StrFormat("the push of worker %d (clock %d)", w, round));
 }
 
 absl::Status AsyncEngine::WaitReadable(KeyId key, int64_t pushed_clock, Deadline deadline) {

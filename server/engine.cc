@@ -26,6 +26,7 @@ Engine::Engine(ShardConfig config, KeyWriter* writer)
     : config_(std::move(config)),
       writer_(writer),
       live_(config_.workers, true),
+      returns_(config_.workers, 0),
       rounds_metric_(metrics::ShardMetrics::Get().Rounds(ModeName(config_.mode))) {
   const int slots = OptimizerSlots(config_.optimizer.kind);
   for (const auto& [key, placement] : config_.keys) {
@@ -44,6 +45,8 @@ Engine::Engine(ShardConfig config, KeyWriter* writer)
       ks->epsilon.assign(n, 0.0f);
     } else if (config_.mode == Mode::kAsync) {
       ks->clocks.assign(config_.workers, 0);
+      ks->clock_base.assign(config_.workers, 0);
+      ks->based_on_return.assign(config_.workers, 0);
     }
     keys_.emplace(key, std::move(ks));
   }
@@ -93,6 +96,11 @@ absl::Status Engine::CheckWorker(int worker) const {
 bool Engine::LiveWorker(int rank) const {
   std::lock_guard<std::mutex> lock(live_mu_);
   return rank >= 0 && rank < static_cast<int>(live_.size()) && live_[rank];
+}
+
+int64_t Engine::ReturnsOf(int rank) const {
+  std::lock_guard<std::mutex> lock(live_mu_);
+  return rank >= 0 && rank < static_cast<int>(returns_.size()) ? returns_[rank] : 0;
 }
 
 absl::StatusOr<bool> Engine::Init(std::string_view job, KeyId key, std::string_view values) {
@@ -368,10 +376,12 @@ std::vector<KeyId> Engine::Keys() const {
 void Engine::SetLiveWorkers(const std::vector<int>& ranks) {
   {
     std::lock_guard<std::mutex> lock(live_mu_);
+    const std::vector<bool> before = live_;
     std::fill(live_.begin(), live_.end(), false);
     for (int r : ranks) {
       if (r >= 0 && r < static_cast<int>(live_.size())) live_[r] = true;
     }
+    for (size_t r = 0; r < live_.size(); ++r) returns_[r] += live_[r] && !before[r] ? 1 : 0;
   }
   for (auto& [key, ks] : keys_) {
     std::lock_guard<std::mutex> lock(ks->mu);

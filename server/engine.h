@@ -163,6 +163,9 @@ class Engine {
   EngineStats Stats() const;
 
  protected:
+  // How often the scheduler's plans named worker `rank` live again after it was dead.
+  int64_t ReturnsOf(int rank) const;
+
   struct KeyState {
     std::mutex mu;
     std::condition_variable cv;
@@ -180,6 +183,9 @@ class Engine {
     std::string result;
     // ps_async.
     std::vector<int64_t> clocks;
+    // ps_async, per worker: what its pushes' clocks add to be the key's (non-zero for a worker
+    // back in its slot, whose new executor counts from 0) and the return they were set for.
+    std::vector<int64_t> clock_base, based_on_return;
     int64_t rounds_since_write = 0;
     // ps_ec never changes the parameters after InitKeys: once on disk they are not rewritten.
     bool params_durable = false;
@@ -264,6 +270,9 @@ class Engine {
   std::map<KeyId, std::unique_ptr<KeyState>> keys_;  // this shard's keys; fixed after Create
   mutable std::mutex live_mu_;
   std::vector<bool> live_;
+  // Per worker: how often the scheduler's plans named it live again after it was dead (a
+  // worker restarted into an elastic job, back in its slot).
+  std::vector<int64_t> returns_;
   std::atomic<bool> shutdown_{false};
   std::atomic<int64_t> pushes_{0}, pulls_{0}, rejected_{0}, rounds_{0}, writes_{0};
   prometheus::Counter& rounds_metric_;  // herd_shard_rounds_total{mode} (docs/metrics.md)

@@ -32,6 +32,10 @@ absl::StatusOr<herd::v1::TrainingResult> Train(Session& session, std::unique_ptr
   // state they handed it (docs/elastic.md, "Rejoin").
   first = session.start_iteration();
   at = session.start_position();
+  // ps_async's joiner gets no position from a peer: its data moves on from the job's start.
+  for (int64_t i = session.start_position_iteration(); i < first; ++i) {
+    at = Advance(at, samples_total, world, batch);
+  }
   model->set_timeline(&session.timeline());
 
   herd::v1::TrainingResult result;

@@ -187,6 +187,14 @@ class Session {
   // elastic job, where the live workers go on with it). Before Attach, the job's own start.
   int64_t start_iteration() const { return start_iteration_; }
   const DataPosition& start_position() const { return start_position_; }
+  // The iteration start_position() is the data position of: start_iteration(), except for a
+  // worker that joined a running elastic `ps_async` job. No live worker hands it a state there
+  // (the model is the shards', its first pull brings it), so its position is the job's start
+  // and the program advances it by one global batch per iteration up to start_iteration()
+  // (worker/data/epoch_order.h Advance; the Python front end's ElasticSampler does it).
+  int64_t start_position_iteration() const {
+    return start_position_iteration_.value_or(start_iteration_);
+  }
   // The job stopped at a checkpoint because a process was preempted (SIGTERM): BeginIteration
   // returned CANCELLED after the checkpoint committed; the program exits 0 without Finish.
   bool preempted() const { return preempted_; }
@@ -351,7 +359,8 @@ class Session {
   std::vector<herd::v1::TensorSpec> layout_;  // as declared by Attach (DeclareEnd repeats it)
   int64_t last_ended_ = -1;                   // the iteration EndIteration ended last
   DataPosition start_position_;
-  std::map<std::string, std::string> program_values_;          // saved as "program/<key>"
+  std::optional<int64_t> start_position_iteration_;    // set by a ps_async join (see its accessor)
+  std::map<std::string, std::string> program_values_;  // saved as "program/<key>"
   std::map<std::string, std::string> resumed_program_values_;  // read at OpenResume
   bool preempted_ = false;
   std::atomic<bool> preemption_asked_{false};

@@ -427,8 +427,23 @@ absl::Status Session::JoinRunningJob() {
             absl::StrFormat("job '%s' ended before worker %d could join it", options_.job, rank_));
       }
       if (!ModeUsesCommunicator(plan->mode().mode())) {
-        // ps_async: the shards hold the model; the first pull brings it.
+        // ps_async: the shards hold the model and its optimizer state; the first iteration's
+        // pull brings the parameters. Its workers run at their own pace and share no
+        // communicator, so no peer hands over a state: this worker starts at the iteration
+        // the scheduler serves it (the new epoch's first, where the join set its progress;
+        // plans before it are no longer served) and the program moves its data position
+        // there from the job's start (start_position_iteration()).
+        start_position_iteration_ = start_iteration_;
+        start_iteration_ = target;
         joining_ = false;
+        join_seconds_ = Seconds(std::chrono::steady_clock::now() - begin).count();
+        startup_seconds_ = Seconds(begin - opened_at_).count();
+        startup_registered_seconds_ = Seconds(begin - registered_at_).count();
+        Log().info(
+            "worker {}: joined job '{}' at iteration {} with {} workers: pulls the parameters "
+            "from the shards ({} mode: no state is handed over; {:.2f} s after it registered)",
+            rank_, options_.job, target, plan->ranks_size(), plan->mode().mode(),
+            startup_registered_seconds_ + join_seconds_);
         return absl::OkStatus();
       }
       st = SwitchTo(*plan, target);

@@ -335,6 +335,10 @@ class DistributedOptimizer(torch.optim.Optimizer):
         self._elastic = session.elastic
         self._sampler = None
         self._position = tuple(session.start_position)
+        # A worker that joined a running ps_async job gets the job's start position (no peer
+        # hands it one): the sampler, which knows the dataset's size, moves it on this many
+        # iterations when it first feeds the loop.
+        self._position_behind = session.start_iteration - session.start_position_iteration
         self._batches_taken = 0  # the sampler's batches of the current iteration
         self._rollbacks = 0
         self._lr_at_begin = {}  # iteration -> the learning rate when it began (the last few)
@@ -598,6 +602,7 @@ class DistributedOptimizer(torch.optim.Optimizer):
                 f"(docs/python.md, Elastic jobs)", RuntimeWarning)
         self._iteration = iteration
         self._position = (epoch, offset)
+        self._position_behind = 0
         self._batches_taken = 0
         self._rollbacks += 1
         for p in self._params:  # the gradients of the iteration that did not complete
@@ -608,6 +613,9 @@ class DistributedOptimizer(torch.optim.Optimizer):
         None when that epoch is done (the next iteration's position is in a later one)."""
         if self._sampler is None:
             self._sampler = sampler
+            for _ in range(self._position_behind * self._passes_per_step):
+                self._position = sampler._advance(self._position)
+            self._position_behind = 0
         elif self._sampler is not sampler:
             raise ValueError("one herd.ElasticSampler feeds this worker's training; another one "
                              "was iterated before (evaluate with an ordinary sampler)")

@@ -91,7 +91,9 @@ class ElasticJob : public ::testing::Test {
       if (kill && i == 1) continue;
       EXPECT_EQ(ExitCode(w[i], 180), 0) << ReadFile(Log(job + "-w" + std::to_string(i)));
     }
-    if (ps) EXPECT_EQ(ExitCode(shard, 60), 0) << ReadFile(Log(job + "-shard"));
+    if (ps) {
+      EXPECT_EQ(ExitCode(shard, 60), 0) << ReadFile(Log(job + "-shard"));
+    }
     return Status(job);
   }
   // Worker `i` of `job` (name "w<i>", rank i), logging to Log("<job>-w<i><log_suffix>").
@@ -161,13 +163,19 @@ class ElasticJob : public ::testing::Test {
     return at == std::string::npos ? -1 : std::atof(status.c_str() + at + 14);
   }
 
-  // Four workers of `job` in `mode`; worker 1 is killed with SIGKILL a third into the job
-  // (iteration 78 of 234) and started again at once under its name: it waits until the
-  // scheduler declared its predecessor dead, registers, and rejoins with the live workers'
-  // state. Every worker, the restarted one included, must exit 0. Returns the JSON status.
-  std::string KillAndRestart(const std::string& job, const std::string& mode) {
-    sched_.Start(dir_ + "/scheduler", 0, {"--heartbeat-timeout", "3s"});
-    Submit(job, 4, 30000, "{min_workers: 2, max_failures: 2, pending_timeout: 30s}", mode);
+  // Four workers of `job` in `mode` (ps_async with one shard); worker 1 is killed with SIGKILL
+  // a third into the job (iteration 78 of 234) and started again at once under its name: it
+  // waits until the scheduler declared its predecessor dead, registers, and rejoins with the
+  // live workers' state (in ps_async: pulls it from the shard). Every worker, the restarted one
+  // included, must exit 0. Starts the scheduler unless `scheduler_runs`. Returns the JSON
+  // status.
+  std::string KillAndRestart(const std::string& job, const std::string& mode,
+                             bool scheduler_runs = false) {
+    if (!scheduler_runs) sched_.Start(dir_ + "/scheduler", 0, {"--heartbeat-timeout", "3s"});
+    const bool ps = mode.rfind("ps_", 0) == 0;
+    Submit(job, 4, 30000, "{min_workers: 2, max_failures: 2, pending_timeout: 30s}", mode,
+           ps ? 1 : 0);
+    const pid_t shard = ps ? Shard(job) : 0;
     std::vector<pid_t> w;
     for (int i = 0; i < 4; ++i) w.push_back(Worker(job, i));
     WaitForIteration(job, 78);
@@ -178,6 +186,9 @@ class ElasticJob : public ::testing::Test {
       EXPECT_EQ(ExitCode(w[i], 180), 0) << ReadFile(Log(job + "-w" + std::to_string(i)));
     }
     EXPECT_EQ(ExitCode(again, 180), 0) << ReadFile(Log(job + "-w1-restarted"));
+    if (ps) {
+      EXPECT_EQ(ExitCode(shard, 60), 0) << ReadFile(Log(job + "-shard"));
+    }
     const std::string status = Status(job);
     EXPECT_NE(status.find("COMPLETED"), std::string::npos) << status;
     EXPECT_NE(status.find("completed: 4 of 4 workers finished"), std::string::npos) << status;

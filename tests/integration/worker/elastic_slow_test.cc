@@ -350,6 +350,30 @@ TEST_F(ElasticJob, AJobWhoseWorkerRejoinedEndsNearTheUndisturbedAccuracy) {
               rejoined);
 }
 
+// ps_async: worker 1 killed a third in and restarted takes its slot back, starts at the
+// iteration the scheduler serves it (the join's epoch, not 0) with the parameters pulled from
+// the shard, and the job ends with four, within 2 points of the same job undisturbed.
+TEST_F(ElasticJob, APsAsyncWorkerRestartedRejoinsAndEndsNearTheUndisturbedAccuracy) {
+  const std::string json = KillAndRestart("back-async", "ps_async");
+  const std::string back = Status("back-async");
+  const std::string joined = ReadFile(Log("back-async-w1-restarted"));
+  EXPECT_NE(joined.find("pulls the parameters from the shards"), std::string::npos) << joined;
+  // It goes on past the kill (iteration 78), where the live workers are.
+  std::smatch at;
+  ASSERT_TRUE(std::regex_search(joined, at, std::regex("joined job '[^']*' at iteration ([0-9]+)")))
+      << joined;
+  EXPECT_GE(std::atoll(at[1].str().c_str()), 78) << joined;
+  const std::string calm = FourWorkers("calm-async", "ps_async", /*kill=*/false);
+  EXPECT_NE(calm.find("completed: 4 of 4 workers finished"), std::string::npos) << calm;
+  const double undisturbed = Accuracy(calm);
+  const double rejoined = Accuracy(back);
+  EXPECT_GT(undisturbed, 0.6) << calm;
+  EXPECT_NEAR(rejoined, undisturbed, 0.02) << back;
+  std::printf("ps_async: test accuracy undisturbed %.4f, a worker killed and rejoined %.4f\n",
+              undisturbed, rejoined);
+  PrintRejoin("ps_async", "back-async", json);
+}
+
 }  // namespace
 }  // namespace herd::elastic_testing
 
@@ -358,15 +382,22 @@ namespace {
 
 // `herd local --min-workers 2 --max-restarts 1`: worker-1 killed with SIGKILL while the job
 // runs is started again by herd local under its name, rejoins, and the job completes with four.
-TEST_F(ElasticJob, HerdLocalRestartsAKilledWorkerWhichRejoins) {
+class HerdLocalRestart : public ElasticJob, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(HerdLocalRestart, HerdLocalRestartsAKilledWorkerWhichRejoins) {
+  const std::string mode = GetParam();
   const std::string state = dir_ + "/local";
   const std::string job = "local-rejoin";
-  const pid_t local =
-      SpawnHerd({"local", "--mode",   "allreduce", "--model",       "mlp", "--workers",
-                 "4",     "--epochs", "1",         "--batch-size",  "32",  "--train-samples",
-                 "60000", "--job",    job,         "--min-workers", "2",   "--max-restarts",
-                 "1",     "--state",  state},
-                Log("herd-local"));
+  std::vector<std::string> args = {
+      "local", "--mode",   mode, "--model",       "mlp", "--workers",
+      "4",     "--epochs", "1",  "--batch-size",  "32",  "--train-samples",
+      "60000", "--job",    job,  "--min-workers", "2",   "--max-restarts",
+      "1",     "--state",  state};
+  if (mode.rfind("ps_", 0) == 0) {
+    args.push_back("--servers");
+    args.push_back("1");
+  }
+  const pid_t local = SpawnHerd(args, Log("herd-local"));
   pids_.push_back(local);
   // Once the job runs, a few seconds in (of about a minute), worker-1 is killed.
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
@@ -386,7 +417,12 @@ TEST_F(ElasticJob, HerdLocalRestartsAKilledWorkerWhichRejoins) {
   const std::string restarted = ReadFile(state + "/logs/worker-1-restart-1.log");
   EXPECT_NE(restarted.find("joined job '" + job + "' at iteration"), std::string::npos)
       << restarted;
+  EXPECT_NE(ReadFile(state + "/logs/scheduler.log").find("COMPLETED"), std::string::npos)
+      << ReadFile(state + "/logs/scheduler.log");
 }
+
+// ps_async takes the restarted worker back in its slot (it pulls the model from the shard).
+INSTANTIATE_TEST_SUITE_P(Modes, HerdLocalRestart, ::testing::Values("allreduce", "ps_async"));
 
 }  // namespace
 }  // namespace herd::elastic_testing
