@@ -26,11 +26,9 @@ PYTHON = "/usr/bin/python3"
 # The replicated modes, whose replicas must end bitwise identical.
 REPLICATED = ["allreduce", "lp", "dear", "ps_sync", "ps_ec", "sparse", "topk_allgather", "clps"]
 # The modes whose restarted worker rejoins (ps_sync and ps_ec go on without it,
-# docs/elastic.md). ps_async is killed without a restart here: a process restarted into an
-# elastic ps_async job starts at iteration 0, whose plan the scheduler no longer serves after
-# the join's new epoch (docs/python.md, Elastic jobs).
+# docs/elastic.md); in ps_async it takes its slot back and pulls the model from the shard.
 TAKE_NEWCOMERS = ["allreduce", "dear", "lp", "sparse", "topk_allgather", "decentralized",
-                  "decentralized_lp", "clps"]
+                  "decentralized_lp", "clps", "ps_async"]
 WORKERS, BATCH, SAMPLES, SEED = 4, 16, 2048, 5
 PER_EPOCH = SAMPLES // (WORKERS * BATCH)  # iterations of an epoch (global batch 64)
 VICTIM = 2
