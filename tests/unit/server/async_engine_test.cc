@@ -79,6 +79,28 @@ TEST(AsyncEngineTest, DeadWorkerLeavesTheBound) {
   EXPECT_EQ(Version(*e), 2);
 }
 
+// A worker restarted into an elastic job takes its slot back with a new executor, whose clock
+// starts at 0: the shard counts its pushes from the slowest live peer's clock, refuses repeats
+// and gaps from there as before, and the others wait for it again within the bound.
+TEST(AsyncEngineTest, AWorkerBackInItsSlotGoesOnAtTheSlowestLivePeersClock) {
+  auto e = AsyncJob(3, /*staleness=*/1);
+  ASSERT_TRUE(PushOf(*e, 1, 0).ok());  // worker 1 pushes once, then dies
+  e->SetLiveWorkers({0, 2});
+  for (int clock = 0; clock < 4; ++clock) {
+    ASSERT_TRUE(PushOf(*e, 0, clock).ok());
+    ASSERT_TRUE(PushOf(*e, 2, clock).ok());
+  }
+  ASSERT_TRUE(PushOf(*e, 0, 4).ok());  // worker 0 at clock 5, worker 2 at 4
+  e->SetLiveWorkers({0, 1, 2});        // back: its old clock (1) would hold the others
+  EXPECT_EQ(PushOf(*e, 0, 5, Soon()).code(), absl::StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(PushOf(*e, 1, 0).ok());  // its first push is clock 4, worker 2's
+  EXPECT_EQ(PushOf(*e, 1, 0).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(PushOf(*e, 1, 2).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(PushOf(*e, 0, 5).ok());  // within 1 of the slowest (4) again
+  ASSERT_TRUE(PushOf(*e, 1, 1).ok());
+  EXPECT_EQ(Version(*e), 13);
+}
+
 TEST(AsyncEngineTest, ClocksRefuseRepeatsAndGaps) {
   auto e = AsyncJob(2, ShardConfig::kInfiniteStaleness);
   ASSERT_TRUE(PushOf(*e, 0, 0).ok());
