@@ -29,13 +29,18 @@ absl::Status AsyncEngine::PushLocked(KeyState& ks, const PushArgs& args,
     // counts its clock from 0, the key's clock of the slot is where its predecessor died. It
     // goes on at the slowest live peer's clock (the survivors, held by its old clock since it
     // came back, wait for no one): its pushes are counted from there.
+    // A worker that only was not yet live when the shard heard its first plan (a job's start)
+    // pushes the clock the slot has, no later than its peers': it keeps its count.
     ks.based_on_return[w] = returns;
     int64_t slowest = INT64_MAX;
     for (int o = 0; o < config_.workers; ++o) {
       if (o != w && LiveWorker(o)) slowest = std::min(slowest, ks.clocks[o]);
     }
-    if (slowest != INT64_MAX) ks.clocks[w] = slowest;
-    ks.clock_base[w] = ks.clocks[w] - args.round;
+    const bool behind = slowest != INT64_MAX && ks.clocks[w] < slowest;
+    if (args.round + ks.clock_base[w] != ks.clocks[w] || behind) {
+      if (slowest != INT64_MAX) ks.clocks[w] = slowest;
+      ks.clock_base[w] = ks.clocks[w] - args.round;
+    }
   }
   // The key's clock this push is.
   const int64_t round = args.round + ks.clock_base[w];
