@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
@@ -121,6 +122,45 @@ absl::Status Session::SettleLaggedReport() {
   SendReport(*lagged_report_);
   lagged_report_.reset();
   return absl::OkStatus();
+}
+
+absl::Status Session::AwaitLiveWorkersAt(int64_t iteration) {
+  if (!elastic_ || iteration < 0 || iteration <= confirmed_by_all_ || job_over_.load() ||
+      finished_) {
+    return absl::OkStatus();
+  }
+  int32_t generation = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (comm_ == nullptr) return absl::OkStatus();
+    generation = generation_;
+  }
+  const Deadline by = Deadline::After(options_.timeout +
+                                      milliseconds(registered_.heartbeat_timeout_ms()));
+  for (;;) {
+    auto status = client_->GetJob(options_.job);
+    if (status.ok()) {
+      // An ended job: the caller's next call to the scheduler says how.
+      if (Ended(status->state())) return absl::OkStatus();
+      if (status->membership_generation() != generation) {
+        return absl::UnavailableError(absl::StrFormat(
+            "job '%s' changed its membership (%s) while worker %d waited for the live workers "
+            "to complete iteration %d",
+            options_.job, status->epoch_reason(), rank_, iteration));
+      }
+      if (status->completed_iteration() >= iteration) {
+        confirmed_by_all_ = iteration;
+        return absl::OkStatus();
+      }
+    }
+    if (by.expired()) {
+      return absl::DeadlineExceededError(absl::StrFormat(
+          "worker %d: the live workers of job '%s' did not all complete iteration %d in time%s",
+          rank_, options_.job, iteration,
+          status.ok() ? "" : absl::StrCat(" (the scheduler: ", status.status().message(), ")")));
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
 }
 
 absl::Status Session::FollowShrinkOnShards(const herd::v1::Plan& plan, int64_t iteration) {
