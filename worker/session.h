@@ -174,7 +174,9 @@ class Session {
   // its state; the program starts at start_iteration() and start_position().
   //
   // Where the program is in its data, saved with each checkpoint: set before every
-  // BeginIteration (a program that never sets it resumes by iteration alone).
+  // BeginIteration (a program that never sets it resumes by iteration alone), and in an
+  // elastic job before the Flush at the end of a stretch (the position after it: where a
+  // Recover that finds nothing to run again goes on).
   void SetDataPosition(const DataPosition& at) { position_ = at; }
   // The program's own values saved with each checkpoint (a front end's `herd.state(...)`): the
   // values as last set before the checkpoint's iteration began. INVALID_ARGUMENT (nothing
@@ -361,7 +363,8 @@ class Session {
   int64_t planned_iterations_ = 0;            // as declared by Attach or DeclareEnd (0: not known)
   std::vector<herd::v1::TensorSpec> layout_;  // as declared by Attach (DeclareEnd repeats it)
   int64_t last_ended_ = -1;
-  int64_t confirmed_by_all_ = -1;  // the highest iteration AwaitLiveWorkersAt saw completed                   // the iteration EndIteration ended last
+  int64_t confirmed_by_all_ = -1;  // the highest iteration AwaitLiveWorkersAt saw completed // the
+                                   // iteration EndIteration ended last
   DataPosition start_position_;
   std::map<std::string, std::string> program_values_;          // saved as "program/<key>"
   std::map<std::string, std::string> resumed_program_values_;  // read at OpenResume

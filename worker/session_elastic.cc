@@ -135,8 +135,8 @@ absl::Status Session::AwaitLiveWorkersAt(int64_t iteration) {
     if (comm_ == nullptr) return absl::OkStatus();
     generation = generation_;
   }
-  const Deadline by = Deadline::After(options_.timeout +
-                                      milliseconds(registered_.heartbeat_timeout_ms()));
+  const Deadline by =
+      Deadline::After(options_.timeout + milliseconds(registered_.heartbeat_timeout_ms()));
   for (;;) {
     auto status = client_->GetJob(options_.job);
     if (status.ok()) {
@@ -254,6 +254,12 @@ absl::StatusOr<Session::Rollback> Session::Recover(const absl::Status& error) {
   auto commit = std::find_if(commits_.begin(), commits_.end(),
                              [&](const Commit& c) { return c.iteration == target - 1; });
   auto position = positions_.find(target);
+  if (position == positions_.end() && target == last_ended_ + 1) {
+    // Every live worker completed the iteration this worker ended last (a death at the end:
+    // nothing runs again): it has not begun `target`, and its position is the one the program
+    // set since (SetDataPosition before the final Flush).
+    position = positions_.emplace(target, position_).first;
+  }
   if (commit == commits_.end() || position == positions_.end()) {
     std::vector<int64_t> held;
     for (const auto& c : commits_) held.push_back(c.iteration);
