@@ -494,6 +494,7 @@ absl::Status Session::Flush() {
   if (executor_ == nullptr) return absl::OkStatus();
   HERD_RETURN_IF_ERROR(Explain(executor_->Flush()));
   HERD_RETURN_IF_ERROR(Explain(SettleLaggedReport()));
+  HERD_RETURN_IF_ERROR(AwaitLiveWorkersAt(last_ended_));
   exposed_seconds_ += executor_->TakeExposedSeconds();
   executor_description_ = executor_->Describe();
   return absl::OkStatus();

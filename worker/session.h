@@ -140,7 +140,9 @@ class Session {
   // Ends the iteration begun last and reports it to the scheduler.
   absl::Status EndIteration(const StepStats& step);
   // Waits for every update in flight (dear's deferred all-gathers), so the parameters are
-  // final: before evaluation, a checkpoint or the end.
+  // final: before evaluation, a checkpoint or the end. In an elastic job of a collective mode
+  // it also waits until every live worker completed the iteration ended last
+  // (AwaitLiveWorkersAt): UNAVAILABLE, for Recover, when the membership changes meanwhile.
   absl::Status Flush();
   // Reports this worker's finished training (after Flush). The job completes when every
   // worker has finished; the answer is the job's status as of this call. In a job with a
@@ -172,7 +174,9 @@ class Session {
   // its state; the program starts at start_iteration() and start_position().
   //
   // Where the program is in its data, saved with each checkpoint: set before every
-  // BeginIteration (a program that never sets it resumes by iteration alone).
+  // BeginIteration (a program that never sets it resumes by iteration alone), and in an
+  // elastic job before the Flush at the end of a stretch (the position after it: where a
+  // Recover that finds nothing to run again goes on).
   void SetDataPosition(const DataPosition& at) { position_ = at; }
   // The program's own values saved with each checkpoint (a front end's `herd.state(...)`): the
   // values as last set before the checkpoint's iteration began. INVALID_ARGUMENT (nothing
@@ -302,6 +306,15 @@ class Session {
   // committed: at the next EndIteration, or here (Flush first), before a mode switch, the end,
   // or anything that reads the parameters as final.
   absl::Status SettleLaggedReport();
+  // The end of a stretch of iterations (the job's last one, a Python pass over the data, an
+  // evaluation) in an elastic job whose workers exchange through a communicator: a peer that
+  // dies before it completed `iteration` leaves the others that iteration to run again, which
+  // this worker must still be there to join, so it waits until the scheduler says every live
+  // worker completed it. UNAVAILABLE (for Recover) when the membership changed first;
+  // DEADLINE_EXCEEDED past the operation timeout plus the heartbeat timeout. Immediate for an
+  // iteration confirmed already, and outside elastic collective jobs (the shards' modes run
+  // nothing again).
+  absl::Status AwaitLiveWorkersAt(int64_t iteration);
   // Heartbeat thread: aborts the communicator when a member of the current stretch died, so a
   // rank blocked in a collective returns at once and can Recover.
   void WatchMembership(const herd::v1::HeartbeatResponse& answer);
@@ -357,7 +370,9 @@ class Session {
   int64_t start_iteration_ = 0;
   int64_t planned_iterations_ = 0;            // as declared by Attach or DeclareEnd (0: not known)
   std::vector<herd::v1::TensorSpec> layout_;  // as declared by Attach (DeclareEnd repeats it)
-  int64_t last_ended_ = -1;                   // the iteration EndIteration ended last
+  int64_t last_ended_ = -1;
+  int64_t confirmed_by_all_ = -1;  // the highest iteration AwaitLiveWorkersAt saw completed // the
+                                   // iteration EndIteration ended last
   DataPosition start_position_;
   std::optional<int64_t> start_position_iteration_;    // set by a ps_async join (see its accessor)
   std::map<std::string, std::string> program_values_;  // saved as "program/<key>"

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
@@ -123,6 +124,45 @@ absl::Status Session::SettleLaggedReport() {
   return absl::OkStatus();
 }
 
+absl::Status Session::AwaitLiveWorkersAt(int64_t iteration) {
+  if (!elastic_ || iteration < 0 || iteration <= confirmed_by_all_ || job_over_.load() ||
+      finished_) {
+    return absl::OkStatus();
+  }
+  int32_t generation = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (comm_ == nullptr) return absl::OkStatus();
+    generation = generation_;
+  }
+  const Deadline by =
+      Deadline::After(options_.timeout + milliseconds(registered_.heartbeat_timeout_ms()));
+  for (;;) {
+    auto status = client_->GetJob(options_.job);
+    if (status.ok()) {
+      // An ended job: the caller's next call to the scheduler says how.
+      if (Ended(status->state())) return absl::OkStatus();
+      if (status->membership_generation() != generation) {
+        return absl::UnavailableError(absl::StrFormat(
+            "job '%s' changed its membership (%s) while worker %d waited for the live workers "
+            "to complete iteration %d",
+            options_.job, status->epoch_reason(), rank_, iteration));
+      }
+      if (status->completed_iteration() >= iteration) {
+        confirmed_by_all_ = iteration;
+        return absl::OkStatus();
+      }
+    }
+    if (by.expired()) {
+      return absl::DeadlineExceededError(absl::StrFormat(
+          "worker %d: the live workers of job '%s' did not all complete iteration %d in time%s",
+          rank_, options_.job, iteration,
+          status.ok() ? "" : absl::StrCat(" (the scheduler: ", status.status().message(), ")")));
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+}
+
 absl::Status Session::FollowShrinkOnShards(const herd::v1::Plan& plan, int64_t iteration) {
   const int index = MemberIndex(plan, rank_);
   if (index < 0) {
@@ -214,6 +254,12 @@ absl::StatusOr<Session::Rollback> Session::Recover(const absl::Status& error) {
   auto commit = std::find_if(commits_.begin(), commits_.end(),
                              [&](const Commit& c) { return c.iteration == target - 1; });
   auto position = positions_.find(target);
+  if (position == positions_.end() && target == last_ended_ + 1) {
+    // Every live worker completed the iteration this worker ended last (a death at the end:
+    // nothing runs again): it has not begun `target`, and its position is the one the program
+    // set since (SetDataPosition before the final Flush).
+    position = positions_.emplace(target, position_).first;
+  }
   if (commit == commits_.end() || position == positions_.end()) {
     std::vector<int64_t> held;
     for (const auto& c : commits_) held.push_back(c.iteration);

@@ -525,6 +525,10 @@ class DistributedOptimizer(torch.optim.Optimizer):
         call it."""
         if self._in_iteration:
             return  # mid-iteration: the parameters already hold what this forward needs
+        if self._sampler is not None:
+            # The next iteration's position: where a rollback that finds every live worker past
+            # the last one goes on (a death at the very end runs nothing again).
+            _session.set_data_position(*self._position)
         try:
             _session.flush()
         except Error:

@@ -69,7 +69,8 @@ class Run:
 
 class ElasticBase(unittest.TestCase):
     def run_job(self, mode, epochs, kill=True, restarts=0, timeout=240, elastic=True,
-                local_args=(), sig=signal.SIGKILL, top=None, script_args=(), workers=WORKERS):
+                local_args=(), sig=signal.SIGKILL, top=None, script_args=(), workers=WORKERS,
+                kill_iteration=None, kill_delay=0.0):
         if top is None:
             top = tempfile.mkdtemp(prefix="herd-py-elastic-")
             self.addCleanup(lambda: subprocess.run(["rm", "-rf", top]))
@@ -92,8 +93,11 @@ class ElasticBase(unittest.TestCase):
             killed_at = None
             try:
                 if kill:
+                    if kill_iteration is None:
+                        kill_iteration = epochs * PER_EPOCH // 3
                     killed_at = self.kill_at(p, os.path.join(out_dir, f"progress-{VICTIM}"),
-                                             epochs * PER_EPOCH // 3, time.time() + timeout, sig)
+                                             kill_iteration, time.time() + timeout, sig,
+                                             kill_delay)
                 rc = p.wait(timeout=timeout)
             finally:
                 if p.poll() is None:
@@ -101,8 +105,9 @@ class ElasticBase(unittest.TestCase):
         with open(os.path.join(top, "stdout")) as so, open(os.path.join(top, "stderr")) as se:
             return Run(rc, so.read(), se.read(), out_dir, state, killed_at)
 
-    def kill_at(self, p, progress, iteration, give_up, sig):
-        """`sig` to the victim's Python process once it completed `iteration` iterations."""
+    def kill_at(self, p, progress, iteration, give_up, sig, delay=0.0):
+        """`sig` to the victim's Python process `delay` seconds after it completed `iteration`
+        iterations."""
         while time.time() < give_up and p.poll() is None:
             try:
                 with open(progress) as f:
@@ -110,6 +115,7 @@ class ElasticBase(unittest.TestCase):
             except (OSError, ValueError):
                 pid, done = 0, -1
             if done >= iteration:
+                time.sleep(delay)
                 os.kill(pid, sig)
                 return done
             time.sleep(0.05)
@@ -187,6 +193,23 @@ class ElasticTest(ElasticBase):
         # The restarted script's herd.allreduce meets the others' (broadcast_parameters,
         # which does nothing in a joining worker, still counts its calls).
         self.assertEqual(run.rank(VICTIM)["rank_sum"], sum(range(WORKERS)))
+
+    def test_a_death_in_the_last_iteration_rolls_back_a_worker_that_had_completed_it(self):
+        """decentralized: worker 2 stalls before the job's last iteration and is killed there,
+        while its peers have completed their part of it or wait for it. A worker that ended the
+        last iteration must not leave: it waits at the end until every live worker completed
+        it, meets the new membership there and rolls back with the others (to the last
+        iteration, or past it when every live worker had completed it: nothing runs again), and
+        the job completes at P = 3."""
+        epochs = 2
+        run = self.run_job("decentralized", epochs=epochs, kill_iteration=epochs * PER_EPOCH - 1,
+                           kill_delay=2.0, timeout=120,
+                           script_args=["--stall-rank", str(VICTIM), "--stall-seconds", "60"])
+        survivors = [r for r in range(WORKERS) if r != VICTIM]
+        self.assertCompleted(run, survivors, epochs=epochs)
+        self.assertIn("waited for the live workers to complete iteration", run.log("worker-0.log"))
+        for r in survivors:
+            self.assertGreaterEqual(run.rank(r)["rollbacks"], 1, f"rank {r}")
 
     def test_sampler_gives_herds_data_order(self):
         """Undisturbed: worker r's batch of iteration k is the B samples at r x B of the k-th

@@ -48,6 +48,9 @@ def main():
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--step-sleep", type=float, default=0.0,
                    help="seconds to wait after each step (so a kill lands mid-run)")
+    p.add_argument("--stall-rank", type=int, default=-1,
+                   help="this rank waits --stall-seconds before the job's last iteration")
+    p.add_argument("--stall-seconds", type=float, default=0.0)
     p.add_argument("--loader-workers", type=int, default=0, help="DataLoader(num_workers=)")
     p.add_argument("--accumulate", type=int, default=1, help="backward_passes_per_step")
     args = p.parse_args()
@@ -72,9 +75,15 @@ def main():
     batches = {}  # iteration -> this worker's sample indices, as last run
     start = herd.start_iteration()
     passes = 0
+    last = args.epochs * (n // (args.batch * herd.size())) - 1
+    stalled = False
     for epoch in range(args.epochs):
         for xb, yb, index in loader:
             it = herd.iteration()
+            if rank == args.stall_rank and it == last and not stalled:
+                # Its neighbours wait for it in the last exchange while the others complete it.
+                stalled = True
+                time.sleep(args.stall_seconds)
             if passes == 0:
                 opt.zero_grad()
                 batches[it] = []
