@@ -13,6 +13,7 @@ namespace herd::server {
 
 absl::Status EcEngine::PushLocked(KeyState& ks, const PushArgs& args, std::unique_lock<std::mutex>&,
                                   Deadline) {
+  if (DropsRoundCompletedWithoutLocked(ks, args)) return absl::OkStatus();
   HERD_RETURN_IF_ERROR(CheckRoundPushLocked(ks, args));
   // Summed beside the accumulator: the round's last push is taken only once the round is kept.
   std::vector<float> sum(ks.accum);

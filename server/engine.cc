@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_format.h"
+#include "common/logging.h"
 #include "common/status.h"
 #include "metrics/shard_metrics.h"
 #include "server/engines.h"
@@ -40,6 +41,7 @@ Engine::Engine(ShardConfig config, KeyWriter* writer)
     if (config_.mode != Mode::kAsync) {
       ks->accum.assign(n, 0.0f);
       ks->pushed.assign(config_.workers, false);
+      ks->pushed_after_return.assign(config_.workers, 0);
     }
     if (config_.mode == Mode::kEc) {
       ks->epsilon.assign(n, 0.0f);
@@ -404,6 +406,22 @@ bool Engine::RoundCompleteWith(const KeyState& ks, int worker) const {
     return false;
   }
   return ks.pushed_count > 0 || worker >= 0;
+}
+
+bool Engine::DropsRoundCompletedWithoutLocked(KeyState& ks, const PushArgs& args) {
+  if (!config_.elastic || !LiveWorker(args.worker)) return false;
+  const int64_t returns = ReturnsOf(args.worker);
+  if (ks.pushed_after_return[args.worker] == returns) return false;
+  // Its first push of this key since it came back. The shard hears of the return (the plan)
+  // while the live workers' rounds are under way: rounds that completed before waited for the
+  // workers live then, and the returned worker pulled the key's parameters of one of them.
+  ks.pushed_after_return[args.worker] = returns;
+  if (args.round != ks.version - 1) return false;
+  Log().info(
+      "server: worker {} is back in job '{}': key {} completed round {} without it, its push of "
+      "that round is dropped; the key's rounds wait for it from round {} on",
+      args.worker, config_.job, KeyName(args.key), args.round, ks.version);
+  return true;
 }
 
 absl::Status Engine::CheckRoundPushLocked(KeyState& ks, const PushArgs& args) {

@@ -178,6 +178,8 @@ class Engine {
     std::vector<bool> pushed;
     int pushed_count = 0;
     double round_learning_rate = 0;  // ps_sync: the round's pushes' (0: the job's)
+    // ps_sync / ps_ec, per worker: the return (ReturnsOf) after which it pushed this key last.
+    std::vector<int64_t> pushed_after_return;
     // ps_ec.
     std::vector<float> epsilon;
     std::string result;
@@ -230,6 +232,12 @@ class Engine {
   // no one completes that round (a write that failed when the live workers changed is retried
   // here); the caller still returns the error and the client then pulls the result.
   absl::Status CheckRoundPushLocked(KeyState& ks, const PushArgs& args);
+  // Whether the push is the first of a live worker back in its slot into a round this key
+  // completed without it (the round before the key's version): the key's round went on with
+  // the pushes of the workers live then, so this one is dropped (logged) and answered as taken;
+  // its pull brings the current parameters and its next push is the key's open round, which
+  // waits for it from then on. Any other push goes on to CheckRoundPushLocked.
+  bool DropsRoundCompletedWithoutLocked(KeyState& ks, const PushArgs& args);
   // After the live workers changed, with the key locked: in an elastic job a round that waited
   // only for workers that died completes now (CompleteOpenRoundLocked), so the survivors
   // blocked in its pull go on without rerunning anything; then the key's waiters wake.

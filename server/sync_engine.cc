@@ -72,6 +72,7 @@ std::string PushersOf(const std::vector<bool>& pushed) {
 
 absl::Status SyncEngine::PushLocked(KeyState& ks, const PushArgs& args,
                                     std::unique_lock<std::mutex>&, Deadline) {
+  if (DropsRoundCompletedWithoutLocked(ks, args)) return absl::OkStatus();
   HERD_RETURN_IF_ERROR(CheckRoundPushLocked(ks, args));
   HERD_RETURN_IF_ERROR(CheckFp32Gradient(args, ks.count));
   // One round, one step: its pushes step with the same learning rate (the workers follow the

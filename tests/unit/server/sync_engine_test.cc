@@ -247,6 +247,44 @@ TEST(SyncEngineTest, ElasticRoundKeepsAPushTheDeadWorkerMadeBeforeItDied) {
   EXPECT_EQ(PullNow(*e, kA, 1), (std::vector<float>{0.5, 2, 2.5, 3}));
 }
 
+// A worker back in its slot (restarted into the elastic job): the round the live workers
+// completed without it takes nothing from it, the key's next rounds wait for it again.
+TEST(SyncEngineTest, ElasticReturnedWorkerDropsTheRoundCompletedWithoutItThenCounts) {
+  auto config = testing::SmallJob(Mode::kSync, 3);
+  config.elastic = true;
+  auto e = Initialised(config);
+  e->SetLiveWorkers({0, 1});  // worker 2 died
+  ASSERT_TRUE(PushOf(*e, 0, kA, 0, {2, 2, 2, 2}).ok());
+  ASSERT_TRUE(PushOf(*e, 1, kA, 0, {0, 0, 0, 0}).ok());
+  EXPECT_EQ(PullNow(*e, kA, 1), (std::vector<float>{0.5, 1.5, 2.5, 3.5}));
+  e->SetLiveWorkers({0, 1, 2});  // back; it computed its first gradient on round 0's parameters
+  ASSERT_TRUE(PushOf(*e, 2, kA, 0, {100, 100, 100, 100}).ok());
+  EXPECT_EQ(PullNow(*e, kA, 1), (std::vector<float>{0.5, 1.5, 2.5, 3.5}));
+  // Only its first push is dropped: pushing a completed round again is refused.
+  EXPECT_EQ(PushOf(*e, 2, kA, 0, {1, 1, 1, 1}).code(), absl::StatusCode::kFailedPrecondition);
+  // Round 1 waits for all three.
+  ASSERT_TRUE(PushOf(*e, 0, kA, 1, {3, 3, 3, 3}).ok());
+  ASSERT_TRUE(PushOf(*e, 1, kA, 1, {0, 0, 0, 0}).ok());
+  EXPECT_EQ(e->Pull("j", 0, kA, 2, Soon()).status().code(), absl::StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(PushOf(*e, 2, kA, 1, {0, 0, 0, 3}).ok());
+  // mean {1, 1, 1, 2}, lr 0.5
+  EXPECT_EQ(PullNow(*e, kA, 2), (std::vector<float>{0, 1, 2, 2.5}));
+}
+
+// A returned worker whose first push is the key's open round takes part in it.
+TEST(SyncEngineTest, ElasticReturnedWorkerJoinsTheOpenRound) {
+  auto config = testing::SmallJob(Mode::kSync, 3);
+  config.elastic = true;
+  auto e = Initialised(config);
+  e->SetLiveWorkers({0, 1});
+  ASSERT_TRUE(PushOf(*e, 0, kA, 0, {3, 3, 3, 3}).ok());
+  e->SetLiveWorkers({0, 1, 2});
+  ASSERT_TRUE(PushOf(*e, 2, kA, 0, {0, 0, 0, 3}).ok());
+  EXPECT_EQ(e->Pull("j", 0, kA, 1, Soon()).status().code(), absl::StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(PushOf(*e, 1, kA, 0, {0, 0, 0, 0}).ok());
+  EXPECT_EQ(PullNow(*e, kA, 1), (std::vector<float>{0.5, 1.5, 2.5, 3}));
+}
+
 TEST(SyncEngineTest, WithoutAnElasticBlockARoundWaitsForEveryWorker) {
   auto e = Initialised(testing::SmallJob(Mode::kSync, 3));
   ASSERT_TRUE(PushOf(*e, 0, kA, 0, {1, 1, 1, 1}).ok());
