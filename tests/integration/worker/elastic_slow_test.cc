@@ -378,6 +378,18 @@ TEST_F(ElasticJob, APsAsyncWorkerKilledAndRestartedRejoinsAndTheJobEndsWithFour)
   PrintRejoin("ps_async", "back-async", json);
 }
 
+// ps_sync: worker 1 killed a third in and restarted takes its slot back, pulls the parameters
+// from the shard, and its pushes count in the shard's rounds again: the job ends with four.
+TEST_F(ElasticJob, APsSyncWorkerKilledAndRestartedRejoinsAndTheJobEndsWithFour) {
+  const std::string json = KillAndRestart("back-sync", "ps_sync");
+  const std::string joined = ReadFile(Log("back-sync-w1-restarted"));
+  EXPECT_NE(joined.find("pulls the parameters from the shards"), std::string::npos) << joined;
+  const std::string back = Status("back-sync");
+  EXPECT_GT(Accuracy(back), 0.6) << back;
+  std::printf("ps_sync: test accuracy with a worker killed and rejoined %.4f\n", Accuracy(back));
+  PrintRejoin("ps_sync", "back-sync", json);
+}
+
 }  // namespace
 }  // namespace herd::elastic_testing
 
@@ -425,8 +437,10 @@ TEST_P(HerdLocalRestart, HerdLocalRestartsAKilledWorkerWhichRejoins) {
       << ReadFile(state + "/logs/scheduler.log");
 }
 
-// ps_async takes the restarted worker back in its slot (it pulls the model from the shard).
-INSTANTIATE_TEST_SUITE_P(Modes, HerdLocalRestart, ::testing::Values("allreduce", "ps_async"));
+// ps_async and ps_sync take the restarted worker back in its slot (it pulls the model from the
+// shard).
+INSTANTIATE_TEST_SUITE_P(Modes, HerdLocalRestart,
+                         ::testing::Values("allreduce", "ps_async", "ps_sync"));
 
 }  // namespace
 }  // namespace herd::elastic_testing

@@ -486,7 +486,9 @@ TEST_F(Elastic, JoinsThatTheJobCannotTakeAreRefusedAndChangeNothing) {
   auto ps_extra = Join("ps", "w9");
   ASSERT_FALSE(ps_extra.ok());
   EXPECT_EQ(ps_extra.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(ps_extra.status().message().find("takes no newcomer"), std::string::npos)
+  EXPECT_NE(ps_extra.status().message().find("mode ps_sync takes a worker back in a dead slot "
+                                             "but does not grow"),
+            std::string::npos)
       << ps_extra.status();
   EXPECT_EQ(core_->GetJob("ps")->SerializeAsString(), ps_before);
 
@@ -510,29 +512,25 @@ TEST_F(Elastic, JoinsThatTheJobCannotTakeAreRefusedAndChangeNothing) {
   EXPECT_EQ(core_->GetJob("async")->SerializeAsString(), async_before);
 
   // A mode that neither shrinks nor takes a worker back (none of the registry's: one it does
-  // not know) is refused; every mode that shrinks takes a newcomer, but ps_sync and ps_ec.
+  // not know) is refused; every mode that shrinks takes a worker back, but ps_ec.
   herd::v1::ModeSpec unknown;
   unknown.set_mode("no_such_mode");
   EXPECT_NE(JoinRefusal(*before, unknown, "w9").find("mode no_such_mode does not go on"),
             std::string::npos);
   for (const char* name : {"allreduce", "dear", "lp", "sparse", "topk_allgather", "decentralized",
-                           "decentralized_lp", "clps", "ps_async"}) {
+                           "decentralized_lp", "clps", "ps_async", "ps_sync"}) {
     herd::v1::ModeSpec mode;
     mode.set_mode(name);
     EXPECT_EQ(JoinRefusal(*before, mode, "w9"), "") << name;
-    // Each grows too, but ps_async: it takes a worker back only in a dead slot.
+    // Each grows too, but ps_async and ps_sync: they take a worker back only in a dead slot.
     EXPECT_EQ(GrowRefusal(*before, mode, "w9").find("does not grow") != std::string::npos,
-              std::string(name) == "ps_async")
+              std::string(name) == "ps_async" || std::string(name) == "ps_sync")
         << name;
   }
-  herd::v1::ModeSpec ps_sync;
-  ps_sync.set_mode("ps_sync");
-  EXPECT_NE(JoinRefusal(*before, ps_sync, "w9").find("takes no newcomer"), std::string::npos)
-      << "it shrinks, but its open rounds cannot take a newcomer's push";
   herd::v1::ModeSpec ps_ec;
   ps_ec.set_mode("ps_ec");
-  EXPECT_NE(JoinRefusal(*before, ps_ec, "w9").find("takes no newcomer"), std::string::npos)
-      << "its open rounds cannot take a newcomer's push, and no worker can hand it the model";
+  EXPECT_NE(JoinRefusal(*before, ps_ec, "w9").find("takes none back"), std::string::npos)
+      << "no worker can hand it the model, and its shards keep no parameters to pull";
   // A job that failed (a death past max_failures 0) takes nobody back.
   ASSERT_TRUE(core_->SubmitJob(ElasticSpec("gone", 3, 1, 0, 60000)).ok());
   auto ids = Register("gone", 3);
