@@ -9,7 +9,6 @@ every mode ends within 2 points of the accuracy of the same job undisturbed.
 Run one case: HERD_BINARY=build/bin/herd /usr/bin/python3 -m unittest
 test_herd_elastic.ElasticTest.test_allreduce_survivors_go_on (tests/python/CMakeLists.txt).
 """
-import json
 import os
 import signal
 import subprocess
@@ -19,6 +18,8 @@ import time
 import unittest
 
 import torch
+
+import test_herd_torch  # its Run and summary (the same `herd local` output)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HERD = os.environ.get("HERD_BINARY", os.path.join(HERE, "..", "..", "build", "bin", "herd"))
@@ -34,13 +35,6 @@ PER_EPOCH = SAMPLES // (WORKERS * BATCH)  # iterations of an epoch (global batch
 VICTIM = 2
 
 
-def summary(text):
-    for line in text.splitlines():
-        if line.startswith('{"job":'):
-            return json.loads(line)
-    return None
-
-
 def epoch_order(epoch):
     """herd's global data order (the module next to the binary: build/python)."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(HERD))),
@@ -49,18 +43,13 @@ def epoch_order(epoch):
     return _herd.epoch_order(SAMPLES, SEED, epoch)
 
 
-class Run:
+class Run(test_herd_torch.Run):
+    """A `herd local` run of train_elastic.py: test_herd_torch's, with the job's state folder
+    (the processes' logs) and when the victim was killed."""
+
     def __init__(self, rc, out, err, dir, state, killed_at):
-        self.rc, self.out, self.err, self.dir, self.state = rc, out, err, dir, state
-        self.killed_at = killed_at
-        self.summary = summary(out)
-
-    def rank(self, r):
-        with open(os.path.join(self.dir, f"rank-{r}.json")) as f:
-            return json.load(f)
-
-    def params(self, r):
-        return torch.load(os.path.join(self.dir, f"rank-{r}.pt"))
+        super().__init__(rc, out, err, dir)
+        self.state, self.killed_at = state, killed_at
 
     def log(self, name):
         with open(os.path.join(self.state, "logs", name)) as f:
@@ -182,7 +171,7 @@ class ElasticTest(ElasticBase):
         replicas."""
         run = self.run_job("allreduce", epochs=4, restarts=1)
         self.assertCompleted(run, range(WORKERS), epochs=4)
-        self.assertIn(f"restarting it (1 of at most 1)", run.err)
+        self.assertIn("restarting it (1 of at most 1)", run.err)
         joined = run.rank(VICTIM)
         self.assertGreater(joined["start"], 0)  # it began where the live workers went on
         self.assertEqual(joined["rollbacks"], 0)
