@@ -116,7 +116,6 @@ constexpr ModeInfo kModes[] = {
      .server_engine = ServerEngine::kErrorCompensated,
      .shrinks = true,
      .takes_no_newcomer = true,
-     .takes_no_worker_back = true,
      .worker_state = {S::kParameters, S::kOptimizerSlots, S::kErrorFeedback, S::kClocks},
      .server_state = {S::kErrorFeedback, S::kClocks}},
 };

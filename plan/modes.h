@@ -124,10 +124,6 @@ struct ModeInfo {
   // Shrinks, but does not grow past its `workers` while it runs (ps_sync and ps_ec: a round
   // sums the pushes of the workers the job started with; server/engine.h).
   bool takes_no_newcomer = false;
-  // Shrinks, but takes no restarted worker back into a dead slot while it runs (ps_ec: its model
-  // lives on the workers, which have no communicator to hand it over, and its shards keep no
-  // parameters to pull). ps_sync takes one back: it pulls the parameters from the shards.
-  bool takes_no_worker_back = false;
   StateSet worker_state;  // held by each worker
   StateSet server_state;  // held by the shards
 

@@ -88,15 +88,6 @@ void NoteWorkerLoss(herd::v1::JobStatus& next, std::string why, int64_t now_ms) 
 
 std::string JoinRefusal(const herd::v1::JobStatus& s, const herd::v1::ModeSpec& mode,
                         std::string_view name) {
-  if (const plan::ModeInfo* m = plan::FindMode(mode.mode());
-      m != nullptr && m->takes_no_worker_back) {
-    return absl::StrFormat(
-        "worker '%s' cannot join running elastic job '%s': mode %s goes on without a worker but "
-        "takes none back while it runs (its model lives on the workers, which have no "
-        "communicator to hand it over, and its shards keep no parameters to pull); the job is "
-        "unchanged",
-        name, s.spec().name(), mode.mode());
-  }
   if (ModeShrinks(mode)) return "";
   return absl::StrFormat(
       "worker '%s' cannot join running elastic job '%s': its mode %s does not go on with "

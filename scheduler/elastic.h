@@ -41,10 +41,10 @@ void NoteWorkerLoss(herd::v1::JobStatus& next, std::string why, int64_t now_ms);
 
 // Whether worker `name` may register into running elastic job `s` (its next iteration in
 // `mode`): "" when it may, else why not (the caller answers FAILED_PRECONDITION). A worker
-// joins a mode that goes on at P-1 (it takes the state from the live workers, or pulls it
-// from the shards in ps_async and ps_sync); a mode that does not shrink cannot take one back
-// either, nor can one that shrinks but takes no worker back (ps_ec: plan/modes.h). Whether it
-// may grow past `workers` is GrowRefusal's.
+// joins a mode that goes on at P-1 (it takes the state from a live worker, over the new
+// communicator or, in ps_ec, a communicator of two; it pulls it from the shards in ps_async
+// and ps_sync); a mode that does not shrink cannot take one back. Whether it may grow past
+// `workers` is GrowRefusal's.
 std::string JoinRefusal(const herd::v1::JobStatus& s, const herd::v1::ModeSpec& mode,
                         std::string_view name);
 

@@ -1,7 +1,8 @@
 // ps_ec: C_LP_S on the server side. The round's pushes are decompressed and summed; the sum
 // plus the residual epsilon is compressed for the pulls, and what compression dropped becomes
 // the new epsilon (algorithms/compression/error_feedback.h). In an elastic job a round
-// completes with the live workers' pushes, as ps_sync's (engine.h, RoundCompleteWith).
+// completes with the live workers' pushes, as ps_sync's (engine.h, RoundCompleteWith); a worker
+// back in its slot counts from the round a live worker announces it in (PushArgs::joiners).
 
 #include <algorithm>
 
@@ -11,9 +12,12 @@
 
 namespace herd::server {
 
-absl::Status EcEngine::PushLocked(KeyState& ks, const PushArgs& args, std::unique_lock<std::mutex>&,
-                                  Deadline) {
-  if (DropsRoundCompletedWithoutLocked(ks, args)) return absl::OkStatus();
+absl::Status EcEngine::PushLocked(KeyState& ks, const PushArgs& args,
+                                  std::unique_lock<std::mutex>& lock, Deadline deadline) {
+  AwaitPlanNamingLiveLocked(ks, args, lock, deadline);
+  // A worker back in its slot is not dropped into the next round as in ps_sync: its model is
+  // its own, and a round it missed would leave it behind the others for good.
+  HERD_RETURN_IF_ERROR(CheckReturnedPushLocked(ks, args));
   HERD_RETURN_IF_ERROR(CheckRoundPushLocked(ks, args));
   // Summed beside the accumulator: the round's last push is taken only once the round is kept.
   std::vector<float> sum(ks.accum);
@@ -23,6 +27,8 @@ absl::Status EcEngine::PushLocked(KeyState& ks, const PushArgs& args, std::uniqu
                                                       KeyName(args.key), args.worker,
                                                       std::string(st.message())));
   }
+  // The round now waits for the workers this push announces (and counts its pusher).
+  CountReturnedLocked(ks, args);
   if (!RoundCompleteWith(ks, args.worker)) {
     if (ks.pushed_count == 0) ks.refused_round = -1;  // a new try of a refused round
     ks.accum.swap(sum);

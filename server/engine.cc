@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
@@ -28,6 +29,7 @@ Engine::Engine(ShardConfig config, KeyWriter* writer)
       writer_(writer),
       live_(config_.workers, true),
       returns_(config_.workers, 0),
+      announced_logged_(config_.workers, 0),
       rounds_metric_(metrics::ShardMetrics::Get().Rounds(ModeName(config_.mode))) {
   const int slots = OptimizerSlots(config_.optimizer.kind);
   for (const auto& [key, placement] : config_.keys) {
@@ -42,6 +44,7 @@ Engine::Engine(ShardConfig config, KeyWriter* writer)
       ks->accum.assign(n, 0.0f);
       ks->pushed.assign(config_.workers, false);
       ks->pushed_after_return.assign(config_.workers, 0);
+      ks->counted_after_return.assign(config_.workers, 0);
     }
     if (config_.mode == Mode::kEc) {
       ks->epsilon.assign(n, 0.0f);
@@ -402,10 +405,73 @@ void Engine::OnLiveWorkersLocked(KeyState& ks, KeyId key) {
 bool Engine::RoundCompleteWith(const KeyState& ks, int worker) const {
   for (int w = 0; w < config_.workers; ++w) {
     if (ks.pushed[w] || w == worker) continue;
-    if (config_.elastic && !LiveWorker(w)) continue;
+    if (config_.elastic && (!LiveWorker(w) || !CountedLocked(ks, w))) continue;
     return false;
   }
   return ks.pushed_count > 0 || worker >= 0;
+}
+
+bool Engine::CountedLocked(const KeyState& ks, int w) const {
+  if (config_.mode != Mode::kEc || !config_.elastic) return true;
+  return ks.counted_after_return[w] == ReturnsOf(w);
+}
+
+void Engine::AwaitPlanNamingLiveLocked(KeyState& ks, const PushArgs& args,
+                                       std::unique_lock<std::mutex>& lock, Deadline deadline) {
+  if (!config_.elastic) return;
+  auto all_live = [&] {
+    if (!LiveWorker(args.worker)) return false;
+    for (int j : args.joiners) {
+      if (j >= 0 && j < config_.workers && !LiveWorker(j)) return false;
+    }
+    return true;
+  };
+  if (all_live()) return;
+  const auto until = std::min(deadline.at(), std::chrono::steady_clock::now() + config_.plan_wait);
+  while (!all_live() && Usable().ok()) {
+    if (ks.cv.wait_until(lock, until) == std::cv_status::timeout) return;
+  }
+}
+
+absl::Status Engine::CheckReturnedPushLocked(const KeyState& ks, const PushArgs& args) const {
+  if (!config_.elastic || !LiveWorker(args.worker) || CountedLocked(ks, args.worker) ||
+      args.round >= ks.version) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "worker %d is back in job '%s' but key %s completed round %d without it (the key is at "
+      "version %d, and no push announced the worker yet): its model would miss that round's "
+      "update; a worker back in its slot starts at the round its source announces it in",
+      args.worker, config_.job, KeyName(args.key), args.round, ks.version));
+}
+
+void Engine::CountReturnedLocked(KeyState& ks, const PushArgs& args) {
+  if (config_.mode != Mode::kEc || !config_.elastic) return;
+  if (LiveWorker(args.worker)) ks.counted_after_return[args.worker] = ReturnsOf(args.worker);
+  for (int j : args.joiners) {
+    if (j < 0 || j >= config_.workers || j == args.worker) continue;
+    const int64_t returns = ReturnsOf(j);
+    if (!LiveWorker(j)) {
+      Log().warn(
+          "server: worker {} announces worker {} to key {} of job '{}' from round {}, but the "
+          "plans this shard heard name it dead; not counted",
+          args.worker, j, KeyName(args.key), config_.job, args.round);
+      continue;
+    }
+    if (ks.counted_after_return[j] == returns) continue;
+    ks.counted_after_return[j] = returns;
+    bool first = false;
+    {
+      std::lock_guard<std::mutex> lock(live_mu_);
+      first = std::exchange(announced_logged_[j], returns) != returns;
+    }
+    if (first) {
+      Log().info(
+          "server: worker {} is back in job '{}': announced by worker {}, the rounds of each key "
+          "count it from the round of that announcement (round {} of key {})",
+          j, config_.job, args.worker, args.round, KeyName(args.key));
+    }
+  }
 }
 
 bool Engine::DropsRoundCompletedWithoutLocked(KeyState& ks, const PushArgs& args) {

@@ -15,7 +15,11 @@
 //
 // Elastic jobs (ShardConfig::elastic): a ps_sync or ps_ec round completes once every *live*
 // worker pushed it (SetLiveWorkers); ps_sync steps with the mean of the pushes it took, ps_ec
-// scales their sum to M pushes' worth (the workers divide by M).
+// scales their sum to M pushes' worth (the workers divide by M). A worker back in its slot
+// (the plans name it live again after it was dead): ps_sync counts it at once (its first push
+// into a round completed without it is dropped); ps_ec counts it in a key's rounds only from
+// the round a live worker announced it in (PushArgs::joiners), or from its own first push of
+// the key's open round, whichever comes first (docs/elastic.md, "ps_sync and ps_ec").
 //
 // Errors (state unchanged on every one): NOT_FOUND (other job, worker not in the job, key not
 // of this job or not on this shard), INVALID_ARGUMENT (wrong length, dtype, undecodable
@@ -61,6 +65,9 @@ struct PushArgs {
   std::string_view dtype;  // "" or "fp32"
   double learning_rate =
       0;  // > 0: this push's learning rate (PushChunk.learning_rate); 0: the job's
+  // ps_ec: workers back in their slot that the key's rounds count from this push's round on
+  // (PushChunk.joiners: the live worker that handed them its state announces them).
+  std::vector<int> joiners = {};
 };
 
 struct Pulled {
@@ -180,6 +187,9 @@ class Engine {
     double round_learning_rate = 0;  // ps_sync: the round's pushes' (0: the job's)
     // ps_sync / ps_ec, per worker: the return (ReturnsOf) after which it pushed this key last.
     std::vector<int64_t> pushed_after_return;
+    // ps_ec, per worker: the return (ReturnsOf) after which the key's rounds count it (0 for a
+    // worker that never died). Behind ReturnsOf while a returned worker is not yet announced.
+    std::vector<int64_t> counted_after_return;
     // ps_ec.
     std::vector<float> epsilon;
     std::string result;
@@ -232,6 +242,24 @@ class Engine {
   // no one completes that round (a write that failed when the live workers changed is retried
   // here); the caller still returns the error and the client then pulls the result.
   absl::Status CheckRoundPushLocked(KeyState& ks, const PushArgs& args);
+  // Elastic jobs: a push from a worker the shard believes dead, or announcing one as a joiner,
+  // waits (ShardConfig::plan_wait, at most until `deadline`; the key unlocked meanwhile) for
+  // the plan that names it live: a restarted worker's push may overtake the shard's watch of
+  // the scheduler's plans. SetLiveWorkers wakes it. What it then finds is checked as usual.
+  void AwaitPlanNamingLiveLocked(KeyState& ks, const PushArgs& args,
+                                 std::unique_lock<std::mutex>& lock, Deadline deadline);
+  // ps_ec: whether the key's rounds count worker `w` (live or not): not a worker back in its
+  // slot that no push announced yet and that did not push the key's open round itself.
+  bool CountedLocked(const KeyState& ks, int w) const;
+  // ps_ec, before the checks of a round's push: a worker back in its slot that the key does
+  // not count yet pushing a round that completed without it cannot take part in it, and its
+  // model, stepped without that round's result, would leave the others': FAILED_PRECONDITION.
+  // (The protocol prevents it: its source announces it in a round that waits for it.)
+  absl::Status CheckReturnedPushLocked(const KeyState& ks, const PushArgs& args) const;
+  // ps_ec, once the push is accepted into the open round: the key counts from this round on
+  // the pusher (a worker back in its slot pushing the open round first) and every live
+  // worker the push announces.
+  void CountReturnedLocked(KeyState& ks, const PushArgs& args);
   // Whether the push is the first of a live worker back in its slot into a round this key
   // completed without it (the round before the key's version): the key's round went on with
   // the pushes of the workers live then, so this one is dropped (logged) and answered as taken;
@@ -281,6 +309,8 @@ class Engine {
   // Per worker: how often the scheduler's plans named it live again after it was dead (a
   // worker restarted into an elastic job, back in its slot).
   std::vector<int64_t> returns_;
+  // ps_ec: the (worker, return) announcements logged already (one line per return).
+  std::vector<int64_t> announced_logged_;
   std::atomic<bool> shutdown_{false};
   std::atomic<int64_t> pushes_{0}, pulls_{0}, rejected_{0}, rounds_{0}, writes_{0};
   prometheus::Counter& rounds_metric_;  // herd_shard_rounds_total{mode} (docs/metrics.md)

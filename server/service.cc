@@ -55,8 +55,14 @@ auto Sliced(const ServerContext* ctx, Deadline deadline, Wait wait) -> decltype(
 }
 
 PushArgs ArgsOf(const PushChunk& c) {
-  return PushArgs{c.job(),   c.worker(),       KeyId{c.tensor(), c.chunk()}, c.round(), c.data(),
-                  c.dtype(), c.learning_rate()};
+  return PushArgs{c.job(),
+                  c.worker(),
+                  KeyId{c.tensor(), c.chunk()},
+                  c.round(),
+                  c.data(),
+                  c.dtype(),
+                  c.learning_rate(),
+                  {c.joiners().begin(), c.joiners().end()}};
 }
 
 // Chunks over the wire must say their element type (the engine also takes "" from in-process

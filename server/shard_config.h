@@ -4,6 +4,7 @@
 // lives). Built from the scheduler's JobSpec and Plan by FromJob; plain data otherwise, so
 // the engines and their tests need no scheduler.
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -55,6 +56,10 @@ struct ShardConfig {
   // The job is elastic (JobSpec.elastic): a ps_sync or ps_ec round completes once every *live*
   // worker pushed it (docs/elastic.md); otherwise it waits for all M.
   bool elastic = false;
+  // Elastic jobs: how long a push from a worker the shard still believes dead waits for the
+  // plan that names it live again (a restarted worker may push before the shard's watch of the
+  // scheduler's plans hears of its return) before it is refused. Tests lower it.
+  std::chrono::milliseconds plan_wait{2500};
   OptimizerConfig optimizer;
   int64_t staleness = 4;  // ps_async bound s (kInfiniteStaleness: none)
   compression::Compressor compressor = compression::Compressor::kMinMaxUInt8;  // ps_ec

@@ -71,7 +71,8 @@ std::string PushersOf(const std::vector<bool>& pushed) {
 }
 
 absl::Status SyncEngine::PushLocked(KeyState& ks, const PushArgs& args,
-                                    std::unique_lock<std::mutex>&, Deadline) {
+                                    std::unique_lock<std::mutex>& lock, Deadline deadline) {
+  AwaitPlanNamingLiveLocked(ks, args, lock, deadline);
   if (DropsRoundCompletedWithoutLocked(ks, args)) return absl::OkStatus();
   HERD_RETURN_IF_ERROR(CheckRoundPushLocked(ks, args));
   HERD_RETURN_IF_ERROR(CheckFp32Gradient(args, ks.count));

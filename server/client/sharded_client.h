@@ -74,6 +74,10 @@ class ShardedPsClient {
   // ps_sync / ps_async: the learning rate the next pushes carry (a training program's schedule);
   // 0 (the default): the job's, as the shards were configured.
   void set_learning_rate(double lr) { learning_rate_ = lr; }
+  // ps_ec: the workers back in their slot that the next pushes announce to the shards
+  // (PushChunk.joiners; this worker handed them its state). Cleared by the caller after the
+  // round that carried them.
+  void set_joiners(std::vector<int> ranks) { joiners_ = std::move(ranks); }
   PsClient& shard(int id) { return *clients_[id]; }
   int shards() const { return static_cast<int>(clients_.size()); }
 
@@ -105,6 +109,7 @@ class ShardedPsClient {
 
   ShardedOptions options_;
   double learning_rate_ = 0;
+  std::vector<int> joiners_;
   std::map<KeyId, const ChunkPlacement*> index_;  // into options_.chunks
   std::vector<std::unique_ptr<PsClient>> clients_;
   std::map<KeyId, std::vector<float>> delta_;

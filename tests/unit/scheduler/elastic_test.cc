@@ -220,6 +220,48 @@ TEST_F(Elastic, InAModeTheShardsRunADeathRerunsNothing) {
       << "the shard completes the open rounds with the live workers; no worker rolls back";
 }
 
+TEST_F(Elastic, APsEcWorkerIsTakenBackInItsDeadSlotButTheJobDoesNotGrow) {
+  Open(300ms);
+  auto spec = ElasticSpec("ec", 3, 1, 3, 60000);
+  spec.set_servers(1);
+  spec.mutable_mode()->set_mode("ps_ec");
+  spec.mutable_elastic()->set_max_workers(4);
+  ASSERT_TRUE(core_->SubmitJob(spec).ok());
+  herd::v1::RegisterNodeRequest shard;
+  shard.set_job("ec");
+  shard.set_role(herd::v1::ROLE_SERVER);
+  shard.set_name("s0");
+  auto server = core_->RegisterNode(shard);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto ids = Register("ec", 3);
+  ASSERT_EQ(core_->GetJob("ec")->state(), herd::v1::JOB_RUNNING);
+  for (int w = 0; w < 3; ++w) Report("ec", ids[w], 5);
+  KeepAlive("ec", {server->node_id(), ids[0], ids[2]}, 700ms);
+  ASSERT_FALSE(core_->GetJob("ec")->workers(1).alive());
+
+  // A live worker hands the restarted one its state (docs/elastic.md, "ps_sync and ps_ec").
+  auto back = Join("ec", "w1");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->rank(), 1) << "the same name takes its old slot";
+  EXPECT_TRUE(back->joins_running_job());
+  auto job = core_->GetJob("ec");
+  EXPECT_TRUE(job->workers(1).alive());
+  EXPECT_EQ(job->membership_generation(), 2);
+  EXPECT_EQ(job->epoch_start_iteration(), 6);
+
+  // All three slots alive again: a newcomer would grow the job, which ps_ec does not do even
+  // below max_workers (its rounds are of the `workers` pushes).
+  const std::string before = core_->GetJob("ec")->SerializeAsString();
+  auto extra = Join("ec", "w9");
+  ASSERT_FALSE(extra.ok());
+  EXPECT_EQ(extra.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(extra.status().message().find("mode ps_ec takes a worker back in a dead slot but "
+                                          "does not grow"),
+            std::string::npos)
+      << extra.status();
+  EXPECT_EQ(core_->GetJob("ec")->SerializeAsString(), before);
+}
+
 TEST_F(Elastic, ARestartedWorkerTakesItsSlotBackAtANewEpoch) {
   Open(300ms);
   ASSERT_TRUE(core_->SubmitJob(ElasticSpec("j", 4, 2, 3, 60000)).ok());
@@ -512,25 +554,22 @@ TEST_F(Elastic, JoinsThatTheJobCannotTakeAreRefusedAndChangeNothing) {
   EXPECT_EQ(core_->GetJob("async")->SerializeAsString(), async_before);
 
   // A mode that neither shrinks nor takes a worker back (none of the registry's: one it does
-  // not know) is refused; every mode that shrinks takes a worker back, but ps_ec.
+  // not know) is refused; every mode that shrinks takes a worker back.
   herd::v1::ModeSpec unknown;
   unknown.set_mode("no_such_mode");
   EXPECT_NE(JoinRefusal(*before, unknown, "w9").find("mode no_such_mode does not go on"),
             std::string::npos);
   for (const char* name : {"allreduce", "dear", "lp", "sparse", "topk_allgather", "decentralized",
-                           "decentralized_lp", "clps", "ps_async", "ps_sync"}) {
+                           "decentralized_lp", "clps", "ps_async", "ps_sync", "ps_ec"}) {
     herd::v1::ModeSpec mode;
     mode.set_mode(name);
     EXPECT_EQ(JoinRefusal(*before, mode, "w9"), "") << name;
-    // Each grows too, but ps_async and ps_sync: they take a worker back only in a dead slot.
+    // Each grows too, but the ps modes: they take a worker back only in a dead slot.
+    const std::string n = name;
     EXPECT_EQ(GrowRefusal(*before, mode, "w9").find("does not grow") != std::string::npos,
-              std::string(name) == "ps_async" || std::string(name) == "ps_sync")
+              n == "ps_async" || n == "ps_sync" || n == "ps_ec")
         << name;
   }
-  herd::v1::ModeSpec ps_ec;
-  ps_ec.set_mode("ps_ec");
-  EXPECT_NE(JoinRefusal(*before, ps_ec, "w9").find("takes none back"), std::string::npos)
-      << "no worker can hand it the model, and its shards keep no parameters to pull";
   // A job that failed (a death past max_failures 0) takes nobody back.
   ASSERT_TRUE(core_->SubmitJob(ElasticSpec("gone", 3, 1, 0, 60000)).ok());
   auto ids = Register("gone", 3);

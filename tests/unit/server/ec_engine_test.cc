@@ -111,6 +111,7 @@ std::vector<float> Decoded(const Pulled& pulled) {
 TEST(EcEngineTest, ElasticRoundCompletesWithoutTheDeadWorkerAsMPushesWorth) {
   auto config = testing::SmallJob(Mode::kEc, 4);
   config.elastic = true;
+  config.plan_wait = std::chrono::milliseconds(100);  // the dead worker's push waits that long
   auto e = Engine::Create(config, nullptr);
   ASSERT_TRUE(*e->Init("j", kA, Bytes({0, 0, 0, 0})));
   ASSERT_TRUE(e->Push(PushArgs{"j", 0, kA, 0, Compressed({1, 1, 1, 1}), ""}, Later()).ok());
@@ -152,6 +153,136 @@ TEST(EcEngineTest, ElasticRoundKeepsAPushTheDeadWorkerMadeBeforeItDied) {
   auto pulled = e->Pull("j", 0, kA, 1, Later());
   ASSERT_TRUE(pulled.ok()) << pulled.status();
   EXPECT_EQ(Decoded(*pulled), (std::vector<float>{6, 6, 6, 6})) << "three pushes: no scaling";
+}
+
+// ---- A worker back in its slot (a restarted worker that took its state from a live one) ----
+
+std::unique_ptr<Engine> ElasticEc(int workers) {
+  auto config = testing::SmallJob(Mode::kEc, workers);
+  config.elastic = true;
+  auto e = Engine::Create(config, nullptr);
+  EXPECT_TRUE(*e->Init("j", kA, Bytes({0, 0, 0, 0})));
+  return e;
+}
+
+absl::Status PushEc(Engine& e, int worker, int64_t round, float value,
+                    std::vector<int> joiners = {}) {
+  PushArgs args{"j", worker, kA, round, "", ""};
+  const std::string bytes = Compressed({value, value, value, value});
+  args.data = bytes;
+  args.joiners = std::move(joiners);
+  return e.Push(args, Later());
+}
+
+TEST(EcEngineTest, AReturnedWorkerIsNotCountedBeforeItsAnnouncementThenItsRoundWaitsForIt) {
+  auto e = ElasticEc(3);
+  e->SetLiveWorkers({0, 1});     // worker 2 died
+  e->SetLiveWorkers({0, 1, 2});  // and is back: the plans name it live again
+  // Round 0 completes with the two others: nobody announced worker 2 yet.
+  ASSERT_TRUE(PushEc(*e, 0, 0, 1).ok());
+  ASSERT_TRUE(PushEc(*e, 1, 0, 2).ok());
+  auto round0 = e->Pull("j", 0, kA, 1, testing::Soon());
+  ASSERT_TRUE(round0.ok()) << round0.status();
+  EXPECT_EQ(Decoded(*round0), (std::vector<float>{4.5, 4.5, 4.5, 4.5})) << "3 as 3 pushes' worth";
+  // Worker 0 (its source) announces it in round 1: that round waits for it.
+  ASSERT_TRUE(PushEc(*e, 1, 1, 1).ok());
+  ASSERT_TRUE(PushEc(*e, 0, 1, 1, {2}).ok());
+  EXPECT_EQ(e->Pull("j", 0, kA, 2, testing::Soon()).status().code(),
+            absl::StatusCode::kDeadlineExceeded)
+      << "round 1 waits for the announced worker";
+  ASSERT_TRUE(PushEc(*e, 2, 1, 4).ok());
+  auto round1 = e->Pull("j", 0, kA, 2, testing::Soon());
+  ASSERT_TRUE(round1.ok()) << round1.status();
+  EXPECT_EQ(Decoded(*round1), (std::vector<float>{6, 6, 6, 6})) << "three pushes: not scaled";
+  // And every round after it.
+  ASSERT_TRUE(PushEc(*e, 0, 2, 1).ok());
+  ASSERT_TRUE(PushEc(*e, 1, 2, 1).ok());
+  EXPECT_EQ(e->Pull("j", 0, kA, 3, testing::Soon()).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(PushEc(*e, 2, 2, 1).ok());
+  EXPECT_TRUE(e->Pull("j", 0, kA, 3, testing::Soon()).ok());
+}
+
+TEST(EcEngineTest, AReturnedWorkersFirstPushOfTheOpenRoundCountsInIt) {
+  auto e = ElasticEc(3);
+  e->SetLiveWorkers({0, 1});
+  e->SetLiveWorkers({0, 1, 2});
+  // Its push comes before its source's announcement: the open round takes it and waits for
+  // the others.
+  ASSERT_TRUE(PushEc(*e, 2, 0, 3).ok());
+  ASSERT_TRUE(PushEc(*e, 0, 0, 1, {2}).ok());
+  EXPECT_EQ(e->Pull("j", 0, kA, 1, testing::Soon()).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(PushEc(*e, 1, 0, 2).ok());
+  auto pulled = e->Pull("j", 0, kA, 1, testing::Soon());
+  ASSERT_TRUE(pulled.ok()) << pulled.status();
+  EXPECT_EQ(Decoded(*pulled), (std::vector<float>{6, 6, 6, 6}));
+}
+
+TEST(EcEngineTest, AReturnedWorkersPushOfARoundCompletedWithoutItIsRefused) {
+  auto e = ElasticEc(3);
+  e->SetLiveWorkers({0, 1});
+  e->SetLiveWorkers({0, 1, 2});
+  ASSERT_TRUE(PushEc(*e, 0, 0, 1).ok());
+  ASSERT_TRUE(PushEc(*e, 1, 0, 1).ok());
+  ASSERT_TRUE(e->Pull("j", 0, kA, 1, testing::Soon()).ok());
+  const absl::Status late = PushEc(*e, 2, 0, 100);
+  EXPECT_EQ(late.code(), absl::StatusCode::kFailedPrecondition) << late;
+  EXPECT_NE(late.message().find("worker 2 is back in job 'j' but key"), std::string::npos) << late;
+  EXPECT_NE(late.message().find("completed round 0 without it"), std::string::npos) << late;
+  // Nothing changed: the key is at version 1 and its round 1 does not wait for worker 2.
+  ASSERT_TRUE(PushEc(*e, 0, 1, 1).ok());
+  ASSERT_TRUE(PushEc(*e, 1, 1, 1).ok());
+  auto next = e->Pull("j", 0, kA, 2, testing::Soon());
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(next->version, 2);
+  EXPECT_EQ(Decoded(*next), (std::vector<float>{3, 3, 3, 3}));
+}
+
+TEST(EcEngineTest, APushBeforeThePlanNamesItsWorkerLiveWaitsForThePlan) {
+  auto config = testing::SmallJob(Mode::kEc, 3);
+  config.elastic = true;
+  config.plan_wait = std::chrono::milliseconds(3000);
+  auto e = Engine::Create(config, nullptr);
+  ASSERT_TRUE(*e->Init("j", kA, Bytes({0, 0, 0, 0})));
+  e->SetLiveWorkers({0, 1});  // worker 2 died; its restart pushes before the shard hears of it
+  absl::Status pushed;
+  const auto begin = std::chrono::steady_clock::now();
+  std::thread restarted([&] { pushed = PushEc(*e, 2, 0, 3); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  e->SetLiveWorkers({0, 1, 2});
+  restarted.join();
+  const auto waited = std::chrono::steady_clock::now() - begin;
+  ASSERT_TRUE(pushed.ok()) << pushed;
+  EXPECT_GE(waited, std::chrono::milliseconds(200));
+  EXPECT_LT(waited, std::chrono::milliseconds(2000)) << "woken by the plan, not the bound";
+  ASSERT_TRUE(PushEc(*e, 0, 0, 1).ok());
+  ASSERT_TRUE(PushEc(*e, 1, 0, 2).ok());
+  auto pulled = e->Pull("j", 0, kA, 1, testing::Soon());
+  ASSERT_TRUE(pulled.ok()) << pulled.status();
+  EXPECT_EQ(Decoded(*pulled), (std::vector<float>{6, 6, 6, 6}));
+}
+
+TEST(EcEngineTest, APushFromADeadWorkerIsRefusedAfterTheBoundedWait) {
+  auto config = testing::SmallJob(Mode::kEc, 3);
+  config.elastic = true;
+  config.plan_wait = std::chrono::milliseconds(300);
+  auto e = Engine::Create(config, nullptr);
+  ASSERT_TRUE(*e->Init("j", kA, Bytes({0, 0, 0, 0})));
+  e->SetLiveWorkers({0, 1});
+  const auto begin = std::chrono::steady_clock::now();
+  const absl::Status late = PushEc(*e, 2, 0, 3);
+  const auto waited = std::chrono::steady_clock::now() - begin;
+  EXPECT_EQ(late.code(), absl::StatusCode::kFailedPrecondition) << late;
+  EXPECT_NE(late.message().find("not a live worker"), std::string::npos) << late;
+  EXPECT_GE(waited, std::chrono::milliseconds(300));
+  EXPECT_LT(waited, std::chrono::milliseconds(2000));
+  // Its push changed nothing: the round completes with the two live workers.
+  ASSERT_TRUE(PushEc(*e, 0, 0, 1).ok());
+  ASSERT_TRUE(PushEc(*e, 1, 0, 1).ok());
+  auto pulled = e->Pull("j", 0, kA, 1, testing::Soon());
+  ASSERT_TRUE(pulled.ok()) << pulled.status();
+  EXPECT_EQ(Decoded(*pulled), (std::vector<float>{3, 3, 3, 3}));
 }
 
 TEST(EcEngineTest, WithoutAnElasticBlockARoundWaitsForEveryWorker) {

@@ -212,6 +212,7 @@ TEST(SyncEngineTest, ShutdownWakesWaitersWithUnavailable) {
 TEST(SyncEngineTest, ElasticRoundCompletesWithoutTheDeadWorker) {
   auto config = testing::SmallJob(Mode::kSync, 3);
   config.elastic = true;
+  config.plan_wait = std::chrono::milliseconds(100);  // the dead worker's push waits that long
   auto e = Initialised(config);
   ASSERT_TRUE(PushOf(*e, 0, kA, 0, {1, 1, 1, 1}).ok());
   ASSERT_TRUE(PushOf(*e, 1, kA, 0, {3, -1, 0, 2}).ok());
@@ -281,6 +282,27 @@ TEST(SyncEngineTest, ElasticReturnedWorkerJoinsTheOpenRound) {
   e->SetLiveWorkers({0, 1, 2});
   ASSERT_TRUE(PushOf(*e, 2, kA, 0, {0, 0, 0, 3}).ok());
   EXPECT_EQ(e->Pull("j", 0, kA, 1, Soon()).status().code(), absl::StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(PushOf(*e, 1, kA, 0, {0, 0, 0, 0}).ok());
+  EXPECT_EQ(PullNow(*e, kA, 1), (std::vector<float>{0.5, 1.5, 2.5, 3}));
+}
+
+// A restarted worker may push before the shard's watch heard the plan naming it live again:
+// its push waits for that plan (bounded) instead of being refused.
+TEST(SyncEngineTest, ElasticPushBeforeThePlanNamesItsWorkerLiveWaitsForThePlan) {
+  auto config = testing::SmallJob(Mode::kSync, 3);
+  config.elastic = true;
+  config.plan_wait = std::chrono::milliseconds(3000);
+  auto e = Initialised(config);
+  e->SetLiveWorkers({0, 1});
+  absl::Status pushed;
+  const auto begin = std::chrono::steady_clock::now();
+  std::thread restarted([&] { pushed = PushOf(*e, 2, kA, 0, {0, 0, 0, 3}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  e->SetLiveWorkers({0, 1, 2});
+  restarted.join();
+  ASSERT_TRUE(pushed.ok()) << pushed;
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::milliseconds(2000));
+  ASSERT_TRUE(PushOf(*e, 0, kA, 0, {3, 3, 3, 3}).ok());
   ASSERT_TRUE(PushOf(*e, 1, kA, 0, {0, 0, 0, 0}).ok());
   EXPECT_EQ(PullNow(*e, kA, 1), (std::vector<float>{0.5, 1.5, 2.5, 3}));
 }
