@@ -107,6 +107,11 @@ class Executor {
   // ExportState are exactly the state after iteration i-1, and read without a Flush (which
   // would wait for the all-gathers in flight and lose their overlap with the next forward).
   virtual int StateLag() const { return 0; }
+  // ps_ec in an elastic job: the ranks of the workers back in their slot that this worker
+  // handed its state to at the boundary before the iteration about to begin; that
+  // iteration's pushes announce them to the shards, whose rounds count them from there
+  // (PushChunk.joiners, docs/elastic.md). The other modes have nothing to announce.
+  virtual void AnnounceJoiners(std::vector<int> /*ranks*/) {}
 
   // The state the executor carries from one iteration to the next, topology-free
   // (checkpoint/state.h): optimizer slots, error-feedback residuals, replicas, clocks, a

@@ -413,6 +413,16 @@ absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
   executor_key_ = plan.mode().SerializeAsString();
   member_index_ = index;
   members_count_ = size;
+  if (elastic_ && !collective && plan.ranks_size() > 0) {
+    // The shards' modes keep the job's ranks for the shards, but split the data among the live
+    // workers as FollowShrinkOnShards does (a worker back in its slot while another is still
+    // dead takes the same share as the survivors give it).
+    shard_live_ranks_.assign(plan.ranks().begin(), plan.ranks().end());
+    if (const int live_index = MemberIndex(plan, rank_); live_index >= 0) {
+      member_index_ = live_index;
+      members_count_ = plan.ranks_size();
+    }
+  }
   if (resume_ != nullptr) {
     // The first executor of a resumed job takes the checkpoint's state (whichever mode and
     // worker count saved it); the checkpoint is not needed after that.

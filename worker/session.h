@@ -322,7 +322,8 @@ class Session {
   bool MembershipChanged(const herd::v1::Plan& plan) const;
   // ps_sync and ps_ec after a death: the shards completed the interrupted round without the
   // dead worker, nothing is rerun; this worker takes its position among the live workers of
-  // `plan` (the data split follows) and keeps its executor.
+  // `plan` (the data split follows) and keeps its executor. ps_ec after a return: the source
+  // among the live workers hands each joiner its state first (HandOverOnShards).
   absl::Status FollowShrinkOnShards(const herd::v1::Plan& plan, int64_t iteration);
   // On the new communicator of a stretch after a membership change: the members say whether
   // they join; each joiner receives the state before `iteration` from its source (the nearest
@@ -330,6 +331,44 @@ class Session {
   // (its own error-feedback state starts at zero). Nothing is sent when no member joins.
   absl::Status HandOverState(transport::Communicator& comm, int64_t iteration,
                              std::optional<checkpoint::ProcessState>& carried);
+  // The state a joiner takes, before `iteration`: the parameters, the non-parameter part of
+  // `executor_state` (may be null), the data position before `iteration`, the program values,
+  // the iteration and this worker's rank (state_handover.h's encoding).
+  std::string EncodeHandover(int64_t iteration,
+                             const checkpoint::ProcessState* executor_state) const;
+  struct HandedState {
+    int64_t iteration = 0;  // the joiner starts here
+    int source = -1;        // the job rank that sent it
+    int64_t own_bytes = 0;  // the source's own error-feedback state, not taken
+  };
+  // The joiner's side of EncodeHandover: decodes `bytes` (from `from`, for messages), checks
+  // the iteration when `iteration` is set, imports the parameters into the model, keeps the
+  // executor's part in `carried` (as process `process`; its own error-feedback state dropped),
+  // and sets the start iteration, data position and program values there.
+  absl::StatusOr<HandedState> TakeHandedState(std::string_view bytes,
+                                              std::optional<int64_t> iteration,
+                                              std::string_view from, int process,
+                                              std::optional<checkpoint::ProcessState>& carried);
+  // The most bytes of handed-over state this model can hold (a damaged size is refused).
+  int64_t HandoverBound() const;
+  // ps_ec (session_shards_elastic.cc). The source's side: hands the state before `iteration`
+  // to each of `joiners` over a communicator of two, then has the executor announce them with
+  // this iteration's pushes. Returns the joiners it could not serve because the membership
+  // moved on meanwhile (the next plan says who is live); another failure is an error.
+  absl::StatusOr<std::vector<int>> HandOverOnShards(const herd::v1::Plan& plan, int64_t iteration,
+                                                    const std::vector<int>& joiners);
+  // The joiner's side, in JoinRunningJob: receives its source's state (as `plan`'s generation
+  // names the communicator), imports the parameters, keeps the executor's state for the
+  // executor the first BeginIteration builds, and starts at the source's boundary.
+  absl::Status JoinOnShards(const herd::v1::Plan& plan);
+  // Rank `comm_rank` (0 the source, 1 the joiner) of the handover communicator of `joiner` at
+  // membership `generation`; the bootstrap gives up once the job's membership moved past it.
+  absl::StatusOr<std::unique_ptr<transport::Communicator>> ConnectForHandover(int32_t generation,
+                                                                              int joiner,
+                                                                              int comm_rank);
+  // How long either side of a ps_ec handover waits: the operation timeout plus the heartbeat
+  // timeout (the source reaches its boundary within an iteration of the new generation).
+  std::chrono::milliseconds ShardHandoverTimeout() const;
   // Attach of a worker that registered into a running elastic job: waits out a pause, builds
   // the stretch of the epoch it joins (receiving the state from the live workers) and sets the
   // start iteration and data position there. Retried when the membership changes meanwhile.
@@ -396,6 +435,10 @@ class Session {
   std::map<int64_t, DataPosition> positions_;  // of the iterations begun lately
   // A rollback's executor state, for the executor the next BeginIteration builds.
   std::optional<checkpoint::ProcessState> restored_;
+  // The shards' modes in an elastic job: the live ranks of the plan this worker followed last
+  // (a later plan's ranks not among them are workers back in their slot: ps_ec hands them its
+  // state, FollowShrinkOnShards).
+  std::vector<int> shard_live_ranks_;
   int member_index_ = 0;   // this worker's position among the live workers of the stretch
   int members_count_ = 0;  // live workers of the stretch (0: the job's, before the first)
   // The membership generation the stretch was built for (written under mu_: the heartbeat

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "plan/modes.h"
 #include "scheduler/client/job_wait.h"
 #include "worker/executor_state.h"
 #include "worker/session.h"
@@ -26,6 +27,7 @@ using std::chrono::milliseconds;
 
 // Values of a handed-over state that are the handover's, not the executor's.
 constexpr char kHandoverIteration[] = "handover/iteration";
+constexpr char kHandoverSource[] = "handover/source";  // the source's job rank
 constexpr char kDataEpoch[] = "data/epoch";
 constexpr char kDataOffset[] = "data/offset";
 constexpr char kProgramValuePrefix[] = "program/";
@@ -41,6 +43,13 @@ std::string EndReason(const herd::v1::JobStatus& s) {
     return absl::StrFormat("%s: %s", s.failed_process(), s.failure_reason());
   }
   return "";
+}
+
+// ps_ec: its model and optimizer state live on the workers only, so a worker back in its slot
+// takes them from a live one (the shards hold none to pull).
+bool HandsOverOnShards(std::string_view mode) {
+  const plan::ModeInfo* info = plan::FindMode(mode);
+  return info != nullptr && info->server_engine == plan::ServerEngine::kErrorCompensated;
 }
 
 // Bytes of a commit that only this worker held, so a dead worker's copy of them is gone: its
@@ -179,6 +188,33 @@ absl::Status Session::FollowShrinkOnShards(const herd::v1::Plan& plan, int64_t i
     HERD_RETURN_IF_ERROR(executor_->ExportState(own));
     lost = OwnStateBytes(own);
   }
+  // Workers back in their slot: the plan's ranks this worker did not follow as live before.
+  // In ps_ec the lowest rank live before and now (every survivor computes the same) hands
+  // each its state, and its pushes of this iteration announce them to the shards.
+  const std::vector<int> ranks(plan.ranks().begin(), plan.ranks().end());
+  std::vector<int> joiners;
+  int source = -1;
+  for (int r : ranks) {
+    const bool was_live =
+        std::find(shard_live_ranks_.begin(), shard_live_ranks_.end(), r) != shard_live_ranks_.end();
+    if (!was_live) joiners.push_back(r);
+    if (was_live && (source < 0 || r < source)) source = r;
+  }
+  std::vector<int> live_now = ranks;
+  if (!joiners.empty() && !shard_live_ranks_.empty() && HandsOverOnShards(plan.mode().mode())) {
+    Log().info(
+        "worker {}: worker(s) {} back in job '{}' at iteration {}; worker {} hands them "
+        "its state",
+        rank_, absl::StrJoin(joiners, ", "), options_.job, iteration, source);
+    if (source == rank_) {
+      HERD_ASSIGN_OR_RETURN(std::vector<int> failed, HandOverOnShards(plan, iteration, joiners));
+      // Not followed as live: a later plan that names one of them again makes it a joiner.
+      std::erase_if(live_now, [&](int r) {
+        return std::find(failed.begin(), failed.end(), r) != failed.end();
+      });
+    }
+  }
+  shard_live_ranks_ = std::move(live_now);
   const int before = members_count_;
   member_index_ = index;
   members_count_ = plan.ranks_size();
@@ -319,76 +355,48 @@ absl::StatusOr<Session::Rollback> Session::Recover(const absl::Status& error) {
   return Rollback{target, position->second};
 }
 
-absl::Status Session::HandOverState(transport::Communicator& comm, int64_t iteration,
-                                    std::optional<checkpoint::ProcessState>& carried) {
-  const Deadline deadline = Deadline::After(options_.timeout);
-  HERD_ASSIGN_OR_RETURN(std::vector<bool> joining, ExchangeJoining(comm, joining_, deadline));
-  if (std::none_of(joining.begin(), joining.end(), [](bool j) { return j; })) {
-    return absl::OkStatus();
-  }
-  const int me = comm.rank();
-  const auto begin = std::chrono::steady_clock::now();
-  if (!joining_) {
-    // A source: the state before `iteration` (the parameters, restored by Recover, and the
-    // executor's state it carries), encoded once for every joiner it serves.
-    std::string bytes;
-    for (int j = 0; j < comm.size(); ++j) {
-      if (!joining[static_cast<size_t>(j)] || HandoverSource(joining, j) != me) continue;
-      if (bytes.empty()) {
-        checkpoint::ProcessState state;
-        state.process = checkpoint::WorkerProcess(0);
-        ExportParams(state, tensors_);
-        if (carried) {
-          // A rollback's commit carries the parameters too: they are the model's now.
-          for (const auto& e : carried->extents) {
-            if (e.name.rfind("param/", 0) != 0) state.extents.push_back(e);
-          }
-          state.values.insert(carried->values.begin(), carried->values.end());
-        }
-        const auto at = positions_.find(iteration);
-        const DataPosition position = at != positions_.end() ? at->second : position_;
-        state.values[kHandoverIteration] = std::to_string(iteration);
-        state.values[kDataEpoch] = std::to_string(position.epoch);
-        state.values[kDataOffset] = std::to_string(position.offset);
-        for (const auto& [key, value] : program_values_) {
-          state.values[kProgramValuePrefix + key] = value;
-        }
-        bytes = EncodeState(state);
-      }
-      HERD_RETURN_IF_ERROR(SendState(comm, j, bytes, deadline));
-      Log().info(
-          "worker {}: handed the state before iteration {} ({} bytes) to member {} of {} "
-          "in {:.3f} s",
-          rank_, iteration, bytes.size(), j, comm.size(),
-          Seconds(std::chrono::steady_clock::now() - begin).count());
+std::string Session::EncodeHandover(int64_t iteration,
+                                    const checkpoint::ProcessState* executor_state) const {
+  checkpoint::ProcessState state;
+  state.process = checkpoint::WorkerProcess(0);
+  ExportParams(state, tensors_);
+  if (executor_state != nullptr) {
+    // A rollback's commit carries the parameters too: they are the model's now.
+    for (const auto& e : executor_state->extents) {
+      if (e.name.rfind("param/", 0) != 0) state.extents.push_back(e);
     }
-    return absl::OkStatus();
+    state.values.insert(executor_state->values.begin(), executor_state->values.end());
   }
+  const auto at = positions_.find(iteration);
+  const DataPosition position = at != positions_.end() ? at->second : position_;
+  state.values[kHandoverIteration] = std::to_string(iteration);
+  state.values[kHandoverSource] = std::to_string(rank_);
+  state.values[kDataEpoch] = std::to_string(position.epoch);
+  state.values[kDataOffset] = std::to_string(position.offset);
+  for (const auto& [key, value] : program_values_) {
+    state.values[kProgramValuePrefix + key] = value;
+  }
+  return EncodeState(state);
+}
 
-  const int from = HandoverSource(joining, me);
-  if (from < 0) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "every worker of job '%s' at iteration %d joins: none holds the job's state to take over",
-        options_.job, iteration));
-  }
-  int64_t param_bytes = 0;
-  for (const auto& t : tensors_) param_bytes += static_cast<int64_t>(t.count) * 4;
-  // Parameters, optimizer slots and residuals are a few copies of the model; the bound only
-  // keeps a damaged size from allocating without limit.
-  HERD_ASSIGN_OR_RETURN(std::string bytes,
-                        ReceiveState(comm, from, 8 * param_bytes + (int64_t{64} << 20), deadline));
+absl::StatusOr<Session::HandedState> Session::TakeHandedState(
+    std::string_view bytes, std::optional<int64_t> iteration, std::string_view from, int process,
+    std::optional<checkpoint::ProcessState>& carried) {
   HERD_ASSIGN_OR_RETURN(checkpoint::ProcessState state, DecodeState(bytes));
-  if (state.values[kHandoverIteration] != std::to_string(iteration)) {
+  HandedState handed;
+  if (!absl::SimpleAtoi(state.values[kHandoverIteration], &handed.iteration) ||
+      (iteration && handed.iteration != *iteration)) {
     return absl::DataLossError(absl::StrFormat(
-        "member %d handed over the state before iteration '%s', this worker joins at %d", from,
-        state.values[kHandoverIteration], iteration));
+        "%s handed over the state before iteration '%s', this worker joins at %s", from,
+        state.values[kHandoverIteration], iteration ? std::to_string(*iteration) : "its boundary"));
   }
+  if (!absl::SimpleAtoi(state.values[kHandoverSource], &handed.source)) handed.source = -1;
   DataPosition position;
   if (!absl::SimpleAtoi(state.values[kDataEpoch], &position.epoch) ||
       !absl::SimpleAtoi(state.values[kDataOffset], &position.offset)) {
-    return absl::DataLossError(absl::StrFormat(
-        "member %d handed over a data position that is not two integers ('%s', '%s')", from,
-        state.values[kDataEpoch], state.values[kDataOffset]));
+    return absl::DataLossError(
+        absl::StrFormat("%s handed over a data position that is not two integers ('%s', '%s')",
+                        from, state.values[kDataEpoch], state.values[kDataOffset]));
   }
   // The parameters go into the model; the rest is the executor's (imported when it is built).
   checkpoint::ProcessState params;
@@ -405,7 +413,7 @@ absl::Status Session::HandOverState(transport::Communicator& comm, int64_t itera
     const checkpoint::MemoryStateSource source(std::move(one), 1);
     HERD_RETURN_IF_ERROR(ImportParams(source, ImportWhere{0, 1}, tensors_));
   }
-  const int64_t own = DropOwnState(state);
+  handed.own_bytes = DropOwnState(state);
   std::map<std::string, std::string> program;
   for (auto it = state.values.begin(); it != state.values.end();) {
     const std::string& key = it->first;
@@ -413,28 +421,76 @@ absl::Status Session::HandOverState(transport::Communicator& comm, int64_t itera
       program[key.substr(sizeof(kProgramValuePrefix) - 1)] = it->second;
     }
     const bool ours = key.rfind(kProgramValuePrefix, 0) == 0 || key == kHandoverIteration ||
-                      key == kDataEpoch || key == kDataOffset;
+                      key == kHandoverSource || key == kDataEpoch || key == kDataOffset;
     it = ours ? state.values.erase(it) : std::next(it);
   }
-  state.process = checkpoint::WorkerProcess(me);
+  state.process = checkpoint::WorkerProcess(process);
   carried = std::move(state);
   program_values_ = program;
   resumed_program_values_ = std::move(program);
-  start_iteration_ = iteration;
+  start_iteration_ = handed.iteration;
   start_position_ = position;
   position_ = position;
   joining_ = false;
   handover_bytes_ = static_cast<int64_t>(bytes.size());
+  return handed;
+}
+
+int64_t Session::HandoverBound() const {
+  int64_t param_bytes = 0;
+  for (const auto& t : tensors_) param_bytes += static_cast<int64_t>(t.count) * 4;
+  // Parameters, optimizer slots and residuals are a few copies of the model; the bound only
+  // keeps a damaged size from allocating without limit.
+  return 8 * param_bytes + (int64_t{64} << 20);
+}
+
+absl::Status Session::HandOverState(transport::Communicator& comm, int64_t iteration,
+                                    std::optional<checkpoint::ProcessState>& carried) {
+  const Deadline deadline = Deadline::After(options_.timeout);
+  HERD_ASSIGN_OR_RETURN(std::vector<bool> joining, ExchangeJoining(comm, joining_, deadline));
+  if (std::none_of(joining.begin(), joining.end(), [](bool j) { return j; })) {
+    return absl::OkStatus();
+  }
+  const int me = comm.rank();
+  const auto begin = std::chrono::steady_clock::now();
+  if (!joining_) {
+    // A source: the state before `iteration` (the parameters, restored by Recover, and the
+    // executor's state it carries), encoded once for every joiner it serves.
+    std::string bytes;
+    for (int j = 0; j < comm.size(); ++j) {
+      if (!joining[static_cast<size_t>(j)] || HandoverSource(joining, j) != me) continue;
+      if (bytes.empty()) bytes = EncodeHandover(iteration, carried ? &*carried : nullptr);
+      HERD_RETURN_IF_ERROR(SendState(comm, j, bytes, deadline));
+      Log().info(
+          "worker {}: handed the state before iteration {} ({} bytes) to member {} of {} "
+          "in {:.3f} s",
+          rank_, iteration, bytes.size(), j, comm.size(),
+          Seconds(std::chrono::steady_clock::now() - begin).count());
+    }
+    return absl::OkStatus();
+  }
+
+  const int from = HandoverSource(joining, me);
+  if (from < 0) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "every worker of job '%s' at iteration %d joins: none holds the job's state to take over",
+        options_.job, iteration));
+  }
+  HERD_ASSIGN_OR_RETURN(std::string bytes, ReceiveState(comm, from, HandoverBound(), deadline));
+  HERD_ASSIGN_OR_RETURN(
+      HandedState handed,
+      TakeHandedState(bytes, iteration, absl::StrFormat("member %d", from), me, carried));
   handover_seconds_ = Seconds(std::chrono::steady_clock::now() - begin).count();
   Log().info(
       "worker {}: joined job '{}' at iteration {} with {} workers: took {} bytes of state "
       "(parameters, optimizer state) from member {} in {:.3f} s ({:.1f} MB/s){}",
       rank_, options_.job, iteration, comm.size(), bytes.size(), from, handover_seconds_,
       handover_seconds_ > 0 ? static_cast<double>(bytes.size()) / 1e6 / handover_seconds_ : 0.0,
-      own > 0 ? absl::StrFormat("; its own error-feedback state starts at zero (the source "
-                                "held %d bytes of it)",
-                                own)
-              : std::string());
+      handed.own_bytes > 0
+          ? absl::StrFormat("; its own error-feedback state starts at zero (the source "
+                            "held %d bytes of it)",
+                            handed.own_bytes)
+          : std::string());
   return absl::OkStatus();
 }
 
@@ -472,7 +528,23 @@ absl::Status Session::JoinRunningJob() {
         return absl::FailedPreconditionError(
             absl::StrFormat("job '%s' ended before worker %d could join it", options_.job, rank_));
       }
-      if (!ModeUsesCommunicator(plan->mode().mode())) {
+      if (HandsOverOnShards(plan->mode().mode())) {
+        // ps_ec: the model and its optimizer state live on the workers; a live one hands them
+        // over on a communicator of two once it reaches its next iteration boundary, and this
+        // worker starts at that boundary (session_shards_elastic.cc).
+        st = JoinOnShards(*plan);
+        if (st.ok()) {
+          join_seconds_ = Seconds(std::chrono::steady_clock::now() - begin).count();
+          startup_seconds_ = Seconds(begin - opened_at_).count();
+          startup_registered_seconds_ = Seconds(begin - registered_at_).count();
+          Log().info(
+              "worker {}: joined {:.2f} s after it registered ({:.2f} s of its start-up after "
+              "registering, {:.2f} s the wait for its source and the state)",
+              rank_, startup_registered_seconds_ + join_seconds_, startup_registered_seconds_,
+              join_seconds_);
+          return absl::OkStatus();
+        }
+      } else if (!ModeUsesCommunicator(plan->mode().mode())) {
         // ps_async: the shards hold the model and its optimizer state; the first iteration's
         // pull brings the parameters. Its workers run at their own pace and share no
         // communicator, so no peer hands over a state: this worker starts at the iteration
@@ -491,8 +563,9 @@ absl::Status Session::JoinRunningJob() {
             rank_, options_.job, target, plan->ranks_size(), plan->mode().mode(),
             startup_registered_seconds_ + join_seconds_);
         return absl::OkStatus();
+      } else {
+        st = SwitchTo(*plan, target);
       }
-      st = SwitchTo(*plan, target);
       if (st.ok() && joining_) {
         st = absl::InternalError(absl::StrFormat(
             "worker %d built the stretch of iteration %d without taking the job's state", rank_,

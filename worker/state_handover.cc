@@ -213,6 +213,15 @@ absl::StatusOr<std::string> ReceiveState(transport::Communicator& comm, int from
   return bytes;
 }
 
+absl::Status ConfirmReceived(transport::Communicator& comm, int peer, bool receiver,
+                             Deadline deadline) {
+  uint8_t byte = 1;
+  const Tag tag = Tag::Make(OpKind::kStateHandover, kFlagsId, 1);
+  transport::Request req = receiver ? comm.isend(peer, tag, AsBytes(&byte, 1))
+                                    : comm.irecv(peer, tag, AsMutableBytes(&byte, 1));
+  return comm.WaitAll({&req}, deadline);
+}
+
 int64_t DropOwnState(checkpoint::ProcessState& state) {
   int64_t dropped = 0;
   std::erase_if(state.extents, [&](const checkpoint::Extent& e) {

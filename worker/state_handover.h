@@ -11,6 +11,8 @@
 //   member order, wrapping) that does not join. In a ring that is its ring predecessor: a
 //   decentralized newcomer takes a neighbour's model.
 // - SendState / ReceiveState: the bytes over the communicator, a size first, then chunks.
+// - ConfirmReceived: the receiver's one-byte answer that the state arrived, which its sender
+//   waits for before it closes a communicator made for one handover (ps_ec's, below).
 // - DropOwnState: what the newcomer must not take from its source because it belongs to that
 //   worker alone (its error-feedback residuals and replicas): such state starts at zero.
 
@@ -41,6 +43,12 @@ absl::Status SendState(transport::Communicator& comm, int to, std::string_view b
 // At most `max_bytes` are accepted (a larger announced size is refused before allocating).
 absl::StatusOr<std::string> ReceiveState(transport::Communicator& comm, int from, int64_t max_bytes,
                                          Deadline deadline);
+
+// After ReceiveState (receiver true: sends the byte to `peer`) or SendState (receiver false:
+// waits for it from `peer`): once it returned on both sides the state has arrived, and the
+// communicator may close.
+absl::Status ConfirmReceived(transport::Communicator& comm, int peer, bool receiver,
+                             Deadline deadline);
 
 // Removes the extents of kinds that belong to the exporting worker alone ("residual/",
 // "reducer_residual/", "replica/") and returns their bytes.

@@ -89,6 +89,7 @@ class PsExecutor final : public Executor {
     if (mode_ == PsMode::kEc) {
       HERD_ASSIGN_OR_RETURN(int64_t version,
                             client_->PushPullCompressed(compressor_, round_, grads_, &answers_));
+      client_->set_joiners({});  // announced with this round
       round_ = version;
       // The shards answer the sum of the M workers' gradients; the update uses their mean.
       const float scale = 1.0f / static_cast<float>(std::max(1, context_.plan.world_size()));
@@ -119,6 +120,10 @@ class PsExecutor final : public Executor {
   }
 
   absl::Status Flush() override { return absl::OkStatus(); }
+
+  void AnnounceJoiners(std::vector<int> ranks) override {
+    if (mode_ == PsMode::kEc) client_->set_joiners(std::move(ranks));
+  }
 
   // ps_sync and ps_ec: "ps/version", the shards' version this worker pushes next (a resumed
   // ps_ec worker, which never pulls first, starts there). ps_async: "ps/clock", this worker's
