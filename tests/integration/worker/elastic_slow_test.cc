@@ -409,6 +409,11 @@ TEST_F(ElasticJob, APsEcWorkerKilledAndRestartedRejoinsAndTheJobEndsWithFour) {
   EXPECT_EQ(took[4].str(), "0") << "the lowest live rank is the source";
   const std::string source = ReadFile(Log("back-ec-w0"));
   EXPECT_NE(source.find("to worker 1, back in its slot"), std::string::npos) << source;
+  // The shard counted it from the source's announcement (not from a push of its own alone).
+  const std::string shard = ReadFile(Log("back-ec-shard"));
+  EXPECT_NE(shard.find("worker 1 is back in job 'back-ec': announced by worker 0"),
+            std::string::npos)
+      << shard;
   // The four models are one: the joiner's is its source's from the boundary on, and every
   // worker steps with the same pulled sums.
   const auto digests = JsonStrings(json, "paramsDigest");

@@ -129,6 +129,31 @@ TEST(StateHandover, AnOversizedAnnouncementIsRefused) {
   EXPECT_NE(got.status().message().find("announces 1000 bytes"), std::string::npos) << got.status();
 }
 
+// ps_ec's handover on a communicator of two: the sender waits for the receiver's byte before it
+// closes the communicator, and without it (no receiver) it gives up at its deadline.
+TEST(StateHandover, TheSenderOfAOneOffHandoverWaitsForTheReceiversConfirmation) {
+  auto comms = transport::MakeLoopbackCommunicators(2);
+  const std::string state = EncodeState(Example());
+  absl::Status sent;
+  std::thread sender([&] {
+    const Deadline deadline = Deadline::After(std::chrono::seconds(10));
+    sent = SendState(*comms[0], 1, state, deadline);
+    if (sent.ok()) sent = ConfirmReceived(*comms[0], 1, /*receiver=*/false, deadline);
+  });
+  const Deadline deadline = Deadline::After(std::chrono::seconds(10));
+  auto got = ReceiveState(*comms[1], 0, 1 << 20, deadline);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, state);
+  EXPECT_TRUE(ConfirmReceived(*comms[1], 0, /*receiver=*/true, deadline).ok());
+  sender.join();
+  EXPECT_TRUE(sent.ok()) << sent;
+
+  auto alone = transport::MakeLoopbackCommunicators(2);
+  const absl::Status unconfirmed = ConfirmReceived(*alone[0], 1, /*receiver=*/false,
+                                                   Deadline::After(std::chrono::milliseconds(100)));
+  EXPECT_EQ(unconfirmed.code(), absl::StatusCode::kDeadlineExceeded) << unconfirmed;
+}
+
 // The bootstrap store of an elastic stretch gives up once the membership moved on, and only then.
 TEST(StateHandover, AStaleBootstrapGivesUpWhenTheMembershipMovesOn) {
   std::atomic<bool> moved{false};
