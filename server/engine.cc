@@ -447,10 +447,26 @@ absl::Status Engine::CheckReturnedPushLocked(const KeyState& ks, const PushArgs&
 
 void Engine::CountReturnedLocked(KeyState& ks, const PushArgs& args) {
   if (config_.mode != Mode::kEc || !config_.elastic) return;
-  if (LiveWorker(args.worker)) ks.counted_after_return[args.worker] = ReturnsOf(args.worker);
+  // Counted from this round on; logged once per return (at its first key).
+  auto count = [&](int w, std::string_view how) {
+    const int64_t returns = ReturnsOf(w);
+    if (ks.counted_after_return[w] == returns) return;
+    ks.counted_after_return[w] = returns;
+    bool first = false;
+    {
+      std::lock_guard<std::mutex> lock(live_mu_);
+      first = std::exchange(announced_logged_[w], returns) != returns;
+    }
+    if (first) {
+      Log().info(
+          "server: worker {} is back in job '{}': key {} counts it from round {} on ({}); "
+          "each key's rounds before its first such push completed without it",
+          w, config_.job, KeyName(args.key), args.round, how);
+    }
+  };
+  if (LiveWorker(args.worker)) count(args.worker, "its own first push of the open round");
   for (int j : args.joiners) {
     if (j < 0 || j >= config_.workers || j == args.worker) continue;
-    const int64_t returns = ReturnsOf(j);
     if (!LiveWorker(j)) {
       Log().warn(
           "server: worker {} announces worker {} to key {} of job '{}' from round {}, but the "
@@ -458,19 +474,7 @@ void Engine::CountReturnedLocked(KeyState& ks, const PushArgs& args) {
           args.worker, j, KeyName(args.key), config_.job, args.round);
       continue;
     }
-    if (ks.counted_after_return[j] == returns) continue;
-    ks.counted_after_return[j] = returns;
-    bool first = false;
-    {
-      std::lock_guard<std::mutex> lock(live_mu_);
-      first = std::exchange(announced_logged_[j], returns) != returns;
-    }
-    if (first) {
-      Log().info(
-          "server: worker {} is back in job '{}': announced by worker {}, the rounds of each key "
-          "count it from the round of that announcement (round {} of key {})",
-          j, config_.job, args.worker, args.round, KeyName(args.key));
-    }
+    count(j, absl::StrFormat("announced by worker %d, its source", args.worker));
   }
 }
 

@@ -417,7 +417,7 @@ absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
     // The shards' modes keep the job's ranks for the shards, but split the data among the live
     // workers as FollowShrinkOnShards does (a worker back in its slot while another is still
     // dead takes the same share as the survivors give it).
-    shard_live_ranks_.assign(plan.ranks().begin(), plan.ranks().end());
+    shard_live_nodes_ = ShardLiveNodes(plan);
     if (const int live_index = MemberIndex(plan, rank_); live_index >= 0) {
       member_index_ = live_index;
       members_count_ = plan.ranks_size();
@@ -431,6 +431,14 @@ absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
   }
   Log().info("worker {}: iteration {}: {}", rank_, iteration, executor_->Describe());
   return absl::OkStatus();
+}
+
+std::map<int, uint64_t> Session::ShardLiveNodes(const herd::v1::Plan& plan) {
+  std::map<int, uint64_t> nodes;
+  for (int r : plan.ranks()) {
+    nodes[r] = r >= 0 && r < plan.workers_size() ? plan.workers(r).node_id() : 0;
+  }
+  return nodes;
 }
 
 absl::StatusOr<optim::OptimizerConfig> Session::JobOptimizer() const {

@@ -366,6 +366,8 @@ class Session {
   absl::StatusOr<std::unique_ptr<transport::Communicator>> ConnectForHandover(int32_t generation,
                                                                               int joiner,
                                                                               int comm_rank);
+  // The plan's live ranks and the node id of the process holding each (plan.workers).
+  static std::map<int, uint64_t> ShardLiveNodes(const herd::v1::Plan& plan);
   // How long either side of a ps_ec handover waits: the operation timeout plus the heartbeat
   // timeout (the source reaches its boundary within an iteration of the new generation).
   std::chrono::milliseconds ShardHandoverTimeout() const;
@@ -435,10 +437,11 @@ class Session {
   std::map<int64_t, DataPosition> positions_;  // of the iterations begun lately
   // A rollback's executor state, for the executor the next BeginIteration builds.
   std::optional<checkpoint::ProcessState> restored_;
-  // The shards' modes in an elastic job: the live ranks of the plan this worker followed last
-  // (a later plan's ranks not among them are workers back in their slot: ps_ec hands them its
-  // state, FollowShrinkOnShards).
-  std::vector<int> shard_live_ranks_;
+  // The shards' modes in an elastic job: the live ranks of the plan this worker followed last,
+  // each with the node id of the process that held it (a later plan's rank held by another
+  // process, or not followed, is a worker back in its slot: ps_ec hands it its state,
+  // FollowShrinkOnShards).
+  std::map<int, uint64_t> shard_live_nodes_;
   int member_index_ = 0;   // this worker's position among the live workers of the stretch
   int members_count_ = 0;  // live workers of the stretch (0: the job's, before the first)
   // The membership generation the stretch was built for (written under mu_: the heartbeat

@@ -188,20 +188,24 @@ absl::Status Session::FollowShrinkOnShards(const herd::v1::Plan& plan, int64_t i
     HERD_RETURN_IF_ERROR(executor_->ExportState(own));
     lost = OwnStateBytes(own);
   }
-  // Workers back in their slot: the plan's ranks this worker did not follow as live before.
-  // In ps_ec the lowest rank live before and now (every survivor computes the same) hands
-  // each its state, and its pushes of this iteration announce them to the shards.
-  const std::vector<int> ranks(plan.ranks().begin(), plan.ranks().end());
+  // Workers back in their slot: the plan's live ranks held by another process (node id) than
+  // the one this worker followed last, or not followed at all. A restarted process registers
+  // under a new node id, so a death and a return between two of this worker's iterations (it
+  // never saw the plan without the dead worker) are told apart from no change. In ps_ec the
+  // lowest rank held by the same process before and now (every survivor computes the same)
+  // hands each its state, and its pushes of this iteration announce them to the shards.
+  std::map<int, uint64_t> live_now = ShardLiveNodes(plan);
   std::vector<int> joiners;
   int source = -1;
-  for (int r : ranks) {
-    const bool was_live =
-        std::find(shard_live_ranks_.begin(), shard_live_ranks_.end(), r) != shard_live_ranks_.end();
-    if (!was_live) joiners.push_back(r);
-    if (was_live && (source < 0 || r < source)) source = r;
+  for (const auto& [r, node] : live_now) {
+    const auto before = shard_live_nodes_.find(r);
+    if (before == shard_live_nodes_.end() || before->second != node) {
+      joiners.push_back(r);
+    } else if (source < 0) {
+      source = r;  // the map is ordered: the lowest such rank
+    }
   }
-  std::vector<int> live_now = ranks;
-  if (!joiners.empty() && !shard_live_ranks_.empty() && HandsOverOnShards(plan.mode().mode())) {
+  if (!joiners.empty() && !shard_live_nodes_.empty() && HandsOverOnShards(plan.mode().mode())) {
     Log().info(
         "worker {}: worker(s) {} back in job '{}' at iteration {}; worker {} hands them "
         "its state",
@@ -209,12 +213,10 @@ absl::Status Session::FollowShrinkOnShards(const herd::v1::Plan& plan, int64_t i
     if (source == rank_) {
       HERD_ASSIGN_OR_RETURN(std::vector<int> failed, HandOverOnShards(plan, iteration, joiners));
       // Not followed as live: a later plan that names one of them again makes it a joiner.
-      std::erase_if(live_now, [&](int r) {
-        return std::find(failed.begin(), failed.end(), r) != failed.end();
-      });
+      for (int r : failed) live_now.erase(r);
     }
   }
-  shard_live_ranks_ = std::move(live_now);
+  shard_live_nodes_ = std::move(live_now);
   const int before = members_count_;
   member_index_ = index;
   members_count_ = plan.ranks_size();

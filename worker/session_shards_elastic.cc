@@ -56,6 +56,9 @@ absl::StatusOr<std::vector<int>> Session::HandOverOnShards(const herd::v1::Plan&
   // ("ps/version") and optimizer slots; the joiner drops the error-feedback residuals.
   checkpoint::ProcessState own;
   HERD_RETURN_IF_ERROR(executor_->ExportState(own));
+  // This worker's error-feedback residuals are its own: the joiner's start at zero, so they
+  // are not sent (a third of the state with momentum).
+  const int64_t residuals = DropOwnState(own);
   const std::string bytes = EncodeHandover(iteration, &own);
   const int32_t generation = plan.membership_generation();
   std::vector<int> announced, failed;
@@ -71,9 +74,10 @@ absl::StatusOr<std::vector<int>> Session::HandOverOnShards(const herd::v1::Plan&
     if (st.ok()) {
       announced.push_back(joiner);
       Log().info(
-          "worker {}: handed the state before iteration {} (round {}, {} bytes) to worker {}, "
-          "back in its slot, in {:.3f} s; this iteration's pushes announce it to the shards",
-          rank_, iteration, own.values["ps/version"], bytes.size(), joiner,
+          "worker {}: handed the state before iteration {} (round {}, {} bytes; not its own "
+          "error-feedback residuals, {} bytes) to worker {}, back in its slot, in {:.3f} s; "
+          "this iteration's pushes announce it to the shards",
+          rank_, iteration, own.values["ps/version"], bytes.size(), residuals, joiner,
           Seconds(std::chrono::steady_clock::now() - begin).count());
       continue;
     }
@@ -113,15 +117,12 @@ absl::Status Session::JoinOnShards(const herd::v1::Plan& plan) {
   handover_seconds_ = Seconds(std::chrono::steady_clock::now() - begin).count();
   Log().info(
       "worker {}: joined job '{}' at iteration {} (round {}) with {} workers: took {} bytes of "
-      "state (parameters, optimizer state) from worker {} in {:.3f} s ({:.1f} MB/s){}",
+      "state (parameters, optimizer state) from worker {} in {:.3f} s ({:.1f} MB/s; from its "
+      "call for the state, the wait for the source's boundary included); its own "
+      "error-feedback residuals start at zero",
       rank_, options_.job, handed.iteration, round, plan.ranks_size(), bytes.size(), handed.source,
       handover_seconds_,
-      handover_seconds_ > 0 ? static_cast<double>(bytes.size()) / 1e6 / handover_seconds_ : 0.0,
-      handed.own_bytes > 0
-          ? absl::StrFormat("; its own error-feedback residuals start at zero (the source "
-                            "held %d bytes of them)",
-                            handed.own_bytes)
-          : std::string());
+      handover_seconds_ > 0 ? static_cast<double>(bytes.size()) / 1e6 / handover_seconds_ : 0.0);
   return absl::OkStatus();
 }
 
