@@ -29,6 +29,7 @@ Engine::Engine(ShardConfig config, KeyWriter* writer)
       writer_(writer),
       live_(config_.workers, true),
       returns_(config_.workers, 0),
+      node_of_(config_.workers, 0),
       announced_logged_(config_.workers, 0),
       rounds_metric_(metrics::ShardMetrics::Get().Rounds(ModeName(config_.mode))) {
   const int slots = OptimizerSlots(config_.optimizer.kind);
@@ -378,13 +379,20 @@ std::vector<KeyId> Engine::Keys() const {
   return out;
 }
 
-void Engine::SetLiveWorkers(const std::vector<int>& ranks) {
+void Engine::SetLiveWorkers(const std::vector<int>& ranks, const std::vector<uint64_t>& nodes) {
   {
     std::lock_guard<std::mutex> lock(live_mu_);
     const std::vector<bool> before = live_;
     std::fill(live_.begin(), live_.end(), false);
-    for (int r : ranks) {
-      if (r >= 0 && r < static_cast<int>(live_.size())) live_[r] = true;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      const int r = ranks[i];
+      if (r < 0 || r >= static_cast<int>(live_.size())) continue;
+      live_[r] = true;
+      // Another process in the slot is a return even when no plan in between named the slot
+      // dead (this shard's watch may see only the later of two plans close together).
+      const uint64_t node = i < nodes.size() ? nodes[i] : 0;
+      if (node != 0 && node_of_[r] != 0 && node != node_of_[r] && before[r]) ++returns_[r];
+      if (node != 0) node_of_[r] = node;
     }
     for (size_t r = 0; r < live_.size(); ++r) returns_[r] += live_[r] && !before[r] ? 1 : 0;
   }

@@ -117,8 +117,9 @@ class Engine {
   std::vector<KeyId> Keys() const;
   // Live workers (from the scheduler's plan); ps_async's bound ignores the others, and an
   // elastic job's ps_sync and ps_ec rounds complete without them (a round that waited only for a
-  // worker that died completes here).
-  void SetLiveWorkers(const std::vector<int>& ranks);
+  // worker that died completes here). `nodes[i]`, when given, is the node id of the process
+  // holding ranks[i] (Plan.workers): a slot whose process changed is a return too.
+  void SetLiveWorkers(const std::vector<int>& ranks, const std::vector<uint64_t>& nodes = {});
   // Writes every key now (checkpoint). Returns the number of keys written.
   absl::StatusOr<int> WriteAll();
   // The lowest version on disk over this shard's keys (restored, or written by this engine);
@@ -309,6 +310,8 @@ class Engine {
   // Per worker: how often the scheduler's plans named it live again after it was dead (a
   // worker restarted into an elastic job, back in its slot).
   std::vector<int64_t> returns_;
+  // Per worker: the node id of the process the plans named in its slot last (0: not known).
+  std::vector<uint64_t> node_of_;
   // ps_ec: the (worker, return) announcements logged already (one line per return).
   std::vector<int64_t> announced_logged_;
   std::atomic<bool> shutdown_{false};

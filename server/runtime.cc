@@ -213,7 +213,11 @@ class ShardProcess {
       }
     }
     if (engine_ != nullptr && plan.ranks_size() > 0) {
-      engine_->SetLiveWorkers({plan.ranks().begin(), plan.ranks().end()});
+      std::vector<uint64_t> nodes;
+      for (int r : plan.ranks()) {
+        nodes.push_back(r >= 0 && r < plan.workers_size() ? plan.workers(r).node_id() : 0);
+      }
+      engine_->SetLiveWorkers({plan.ranks().begin(), plan.ranks().end()}, nodes);
     }
     // --port-file says "serving": written once the engine answers (or the shard stands by).
     if (!port_written_ && (engine_ != nullptr || standing_by_)) {

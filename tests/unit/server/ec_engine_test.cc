@@ -203,6 +203,27 @@ TEST(EcEngineTest, AReturnedWorkerIsNotCountedBeforeItsAnnouncementThenItsRoundW
   EXPECT_TRUE(e->Pull("j", 0, kA, 3, testing::Soon()).ok());
 }
 
+// The shard's watch may see only the later of two plans close together (the death, then the
+// restarted process back in the slot): the slot's new node id says it returned.
+TEST(EcEngineTest, AnotherProcessInALiveSlotIsAReturnToo) {
+  auto e = ElasticEc(3);
+  e->SetLiveWorkers({0, 1, 2}, {10, 11, 12});
+  e->SetLiveWorkers({0, 1, 2}, {10, 11, 22});  // worker 2 restarted between two plans
+  ASSERT_TRUE(PushEc(*e, 0, 0, 1).ok());
+  ASSERT_TRUE(PushEc(*e, 1, 0, 2).ok());
+  auto round0 = e->Pull("j", 0, kA, 1, testing::Soon());
+  ASSERT_TRUE(round0.ok()) << round0.status() << ": the round waited for the returned worker";
+  EXPECT_EQ(Decoded(*round0), (std::vector<float>{4.5, 4.5, 4.5, 4.5}));
+  // The same process again is no return: announced, it is counted, and stays counted.
+  e->SetLiveWorkers({0, 1, 2}, {10, 11, 22});
+  ASSERT_TRUE(PushEc(*e, 0, 1, 1, {2}).ok());
+  ASSERT_TRUE(PushEc(*e, 1, 1, 1).ok());
+  EXPECT_EQ(e->Pull("j", 0, kA, 2, testing::Soon()).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(PushEc(*e, 2, 1, 1).ok());
+  EXPECT_TRUE(e->Pull("j", 0, kA, 2, testing::Soon()).ok());
+}
+
 TEST(EcEngineTest, AReturnedWorkersFirstPushOfTheOpenRoundCountsInIt) {
   auto e = ElasticEc(3);
   e->SetLiveWorkers({0, 1});
