@@ -30,6 +30,7 @@ Engine::Engine(ShardConfig config, KeyWriter* writer)
       live_(config_.workers, true),
       returns_(config_.workers, 0),
       node_of_(config_.workers, 0),
+      waited_out_at_(config_.workers, -1),
       announced_logged_(config_.workers, 0),
       rounds_metric_(metrics::ShardMetrics::Get().Rounds(ModeName(config_.mode))) {
   const int slots = OptimizerSlots(config_.optimizer.kind);
@@ -395,6 +396,7 @@ void Engine::SetLiveWorkers(const std::vector<int>& ranks, const std::vector<uin
       if (node != 0) node_of_[r] = node;
     }
     for (size_t r = 0; r < live_.size(); ++r) returns_[r] += live_[r] && !before[r] ? 1 : 0;
+    ++live_changes_;
   }
   for (auto& [key, ks] : keys_) {
     std::lock_guard<std::mutex> lock(ks->mu);
@@ -435,9 +437,23 @@ void Engine::AwaitPlanNamingLiveLocked(KeyState& ks, const PushArgs& args,
     return true;
   };
   if (all_live()) return;
+  // One wait per plan: once a wait ran out, the worker's pushes of its other keys are refused
+  // at once until the live workers change (a dead worker's stream of many keys is not held
+  // key after key).
+  auto waited_out = [&] {
+    std::lock_guard<std::mutex> live(live_mu_);
+    return waited_out_at_[args.worker] == live_changes_;
+  };
+  if (waited_out()) return;
   const auto until = std::min(deadline.at(), std::chrono::steady_clock::now() + config_.plan_wait);
   while (!all_live() && Usable().ok()) {
-    if (ks.cv.wait_until(lock, until) == std::cv_status::timeout) return;
+    if (ks.cv.wait_until(lock, until) == std::cv_status::timeout) {
+      if (!all_live()) {
+        std::lock_guard<std::mutex> live(live_mu_);
+        waited_out_at_[args.worker] = live_changes_;
+      }
+      return;
+    }
   }
 }
 

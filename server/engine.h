@@ -312,6 +312,10 @@ class Engine {
   std::vector<int64_t> returns_;
   // Per worker: the node id of the process the plans named in its slot last (0: not known).
   std::vector<uint64_t> node_of_;
+  // SetLiveWorkers calls so far, and per worker the count at which a push's wait for the plan
+  // naming it live ran out (-1: none): AwaitPlanNamingLiveLocked waits once per plan.
+  int64_t live_changes_ = 0;
+  std::vector<int64_t> waited_out_at_;
   // ps_ec: the (worker, return) announcements logged already (one line per return).
   std::vector<int64_t> announced_logged_;
   std::atomic<bool> shutdown_{false};

@@ -298,6 +298,16 @@ TEST(EcEngineTest, APushFromADeadWorkerIsRefusedAfterTheBoundedWait) {
   EXPECT_NE(late.message().find("not a live worker"), std::string::npos) << late;
   EXPECT_GE(waited, std::chrono::milliseconds(300));
   EXPECT_LT(waited, std::chrono::milliseconds(2000));
+  // Its push of another key is refused at once: one wait per plan, not one per key.
+  ASSERT_TRUE(*e->Init("j", testing::kB, Bytes({0, 0, 0})));
+  PushArgs other{"j", 2, testing::kB, 0, "", ""};
+  const std::string bytes = Compressed({1, 1, 1});
+  other.data = bytes;
+  const auto again = std::chrono::steady_clock::now();
+  const absl::Status refused = e->Push(other, Later());
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_NE(refused.message().find("not a live worker"), std::string::npos) << refused;
+  EXPECT_LT(std::chrono::steady_clock::now() - again, std::chrono::milliseconds(200));
   // Its push changed nothing: the round completes with the two live workers.
   ASSERT_TRUE(PushEc(*e, 0, 0, 1).ok());
   ASSERT_TRUE(PushEc(*e, 1, 0, 1).ok());
