@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "common/deadline.h"
 #include "common/logging.h"
@@ -336,8 +337,13 @@ class PySession {
     py::gil_scoped_release release;
     if (!session_->registered() && register_failed_.ok()) register_failed_ = session_->Register();
     if (!session_->registered()) {
-      Log().warn("worker '{}': {} (not registered in job '{}': {})", session_->name(), why,
-                 session_->job(), register_failed_.ToString());
+      // Not a worker of the job: the failure is this process's own (the job is not failed).
+      const std::string refusal(register_failed_.message());
+      Log().warn(
+          "worker '{}': {}{}", session_->name(), why,
+          absl::StrContains(why, refusal)
+              ? ""
+              : absl::StrFormat(" (not registered in job '%s': %s)", session_->job(), refusal));
       return;
     }
     session_->Fail(session_->Diagnose(absl::UnknownError(why)));
