@@ -161,6 +161,16 @@ class FeaturesTest(HerdTorchTest):
                       "job 'local': INVALID_ARGUMENT: ", run.err)
         self.assertIn("worker 'worker-0' asks for rank 5; job 'local' has ranks 0..0", run.err)
 
+    def test_an_exception_before_registering_fails_the_job(self):
+        """A script that raises between herd.init() and its first registering call registers
+        to fail the job with its message (the scheduler's outcome, not only an exit status),
+        so the other workers of a starting job do not wait out their start timeout."""
+        run = self.herd_local("allreduce", ["--raise-before-registering"])
+        self.assertNotEqual(run.rc, 0)
+        self.assertIn("herd local: job local failed: worker 'worker-", run.err)
+        self.assertIn("the training script raised RuntimeError: the script failed on purpose "
+                      "before registering", run.err)
+
     def test_layout_mismatch_names_the_tensor(self):
         run = self.herd_local("allreduce", ["--mismatch-rank", "1"])
         self.assertNotEqual(run.rc, 0)
