@@ -753,7 +753,7 @@ class ElasticSampler:
         self._epoch = int(epoch)
 
     def _global(self):
-        return _joined("herd.ElasticSampler").size * self.batch_size
+        return _joined("len(herd.ElasticSampler)").size * self.batch_size
 
     def __len__(self):
         """Batches of an epoch at the job's worker count (the last partial one dropped)."""
