@@ -150,9 +150,10 @@ class PySession {
   // from the first call that needs the rank, the membership or the job's state, named by `at`
   // (e.g. "herd.rank()"). A failure is kept and raised again, naming the call and why, at
   // every later call (registering again would only repeat the refusal, or wait out the
-  // start timeout once more).
+  // start timeout once more; a registration that failed after the scheduler took it, opening a
+  // resumed job's checkpoint, leaves a session that must not be used either).
   void register_(const std::string& at) {
-    if (session_->registered()) return;
+    if (registered()) return;
     if (register_failed_.ok()) {
       absl::Status st;
       {
@@ -170,7 +171,7 @@ class PySession {
                         .c_str());
     throw py::error_already_set();
   }
-  bool registered() const { return session_->registered(); }
+  bool registered() const { return register_failed_.ok() && session_->registered(); }
 
   int rank() const { return Registered().rank(); }
   int64_t start_iteration() const { return Registered().start_iteration(); }
@@ -363,7 +364,7 @@ class PySession {
  private:
   absl::Status Exchange(const std::string& key, const std::string& value, int root,
                         std::map<int, std::string>& out) {
-    if (!session_->registered()) return NotRegistered();
+    if (!registered()) return NotRegistered();
     transport::Store& store = session_->store();
     const std::string prefix = "python/" + key + "/";
     if (root < 0 || root == rank()) {
@@ -402,7 +403,7 @@ class PySession {
   // The session, registered: herd/torch.py registers (register_) before every call that needs
   // it; a call that comes first is herd's own mistake, raised rather than read as rank -1.
   worker::Session& Registered() const {
-    if (!session_->registered()) Raise(NotRegistered());
+    if (!registered()) Raise(NotRegistered());
     return *session_;
   }
   static absl::Status NotRegistered() {
