@@ -23,8 +23,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "common/deadline.h"
+#include "common/logging.h"
 #include "scheduler/client/job_wait.h"
 #include "worker/data/epoch_order.h"
 #include "worker/session.h"
@@ -132,21 +134,52 @@ class PySession {
       options.stop_requested = &g_sigterm;
       options.preemptible = &g_preemptible;
     }
+    // Opens the session without registering (docs/elastic.md, "Rejoin", step 0): the script
+    // builds its model and reads its data before its first call that needs the job's
+    // membership registers it (register_), so a restarted worker's start-up does not fall in
+    // the live workers' wait for it.
     absl::StatusOr<std::unique_ptr<worker::Session>> session;
     {
       py::gil_scoped_release release;
-      session = worker::Session::Join(std::move(options));
+      session = worker::Session::Open(std::move(options));
     }
     session_ = Value(std::move(session));
   }
 
-  int rank() const { return session_->rank(); }
-  int64_t start_iteration() const { return session_->start_iteration(); }
+  // Makes this process a worker of the job (Session::Register), once: herd/torch.py calls it
+  // from the first call that needs the rank, the membership or the job's state, named by `at`
+  // (e.g. "herd.rank()"). A failure is kept and raised again, naming the call and why, at
+  // every later call (registering again would only repeat the refusal, or wait out the
+  // start timeout once more; a registration that failed after the scheduler took it, opening a
+  // resumed job's checkpoint, leaves a session that must not be used either).
+  void register_(const std::string& at) {
+    if (registered()) return;
+    if (register_failed_.ok()) {
+      absl::Status st;
+      {
+        py::gil_scoped_release release;
+        st = session_->Register();
+      }
+      if (st.ok()) return;
+      register_failed_ = st;
+    }
+    PyErr_SetString(g_error,
+                    absl::StrFormat("%s: worker '%s' could not register in job '%s': %s: %s", at,
+                                    session_->name(), session_->job(),
+                                    absl::StatusCodeToString(register_failed_.code()),
+                                    register_failed_.message())
+                        .c_str());
+    throw py::error_already_set();
+  }
+  bool registered() const { return register_failed_.ok() && session_->registered(); }
+
+  int rank() const { return Registered().rank(); }
+  int64_t start_iteration() const { return Registered().start_iteration(); }
   void set_program_value(const std::string& key, const std::string& value) {
-    Check(session_->SetProgramValue(key, value));
+    Check(Registered().SetProgramValue(key, value));
   }
   std::map<std::string, std::string> resumed_program_values() const {
-    return session_->resumed_program_values();
+    return Registered().resumed_program_values();
   }
   int size() const { return session_->world_size(); }
   std::string job() const { return session_->job(); }
@@ -185,6 +218,7 @@ class PySession {
   void set_learning_rate(double lr) { lr_->store(lr); }
 
   void attach(const std::vector<TensorArg>& tensors, int64_t planned_iterations) {
+    Registered();
     std::vector<worker::ModelTensor> model;
     std::vector<herd::v1::TensorSpec> layout;
     for (const TensorArg& t : tensors) {
@@ -284,6 +318,7 @@ class PySession {
 
   void finish(int64_t iterations, double final_loss, double test_accuracy, double train_seconds,
               double samples_per_second, const std::map<std::string, double>& metrics) {
+    Registered();
     herd::v1::TrainingResult result;
     result.set_iterations(iterations);
     result.set_final_loss(final_loss);
@@ -295,9 +330,23 @@ class PySession {
     Unlocked([&] { return session_->Finish(std::move(result)).status(); });
   }
 
-  // Fails the job because of this process (an exception in the user's script).
+  // Fails the job because of this process (an exception in the user's script). A script that
+  // raised before its first registering call registers to say so, as the built-in worker
+  // whose model cannot be built does (worker/runtime.cc): at a job's start the others would
+  // otherwise wait out their start timeout for it.
   void fail(const std::string& why) {
     py::gil_scoped_release release;
+    if (!session_->registered() && register_failed_.ok()) register_failed_ = session_->Register();
+    if (!session_->registered()) {
+      // Not a worker of the job: the failure is this process's own (the job is not failed).
+      const std::string refusal(register_failed_.message());
+      Log().warn(
+          "worker '{}': {}{}", session_->name(), why,
+          absl::StrContains(why, refusal)
+              ? ""
+              : absl::StrFormat(" (not registered in job '%s': %s)", session_->job(), refusal));
+      return;
+    }
     session_->Fail(session_->Diagnose(absl::UnknownError(why)));
   }
 
@@ -315,6 +364,7 @@ class PySession {
  private:
   absl::Status Exchange(const std::string& key, const std::string& value, int root,
                         std::map<int, std::string>& out) {
+    if (!registered()) return NotRegistered();
     transport::Store& store = session_->store();
     const std::string prefix = "python/" + key + "/";
     if (root < 0 || root == rank()) {
@@ -350,6 +400,17 @@ class PySession {
     return absl::OkStatus();
   }
 
+  // The session, registered: herd/torch.py registers (register_) before every call that needs
+  // it; a call that comes first is herd's own mistake, raised rather than read as rank -1.
+  worker::Session& Registered() const {
+    if (!registered()) Raise(NotRegistered());
+    return *session_;
+  }
+  static absl::Status NotRegistered() {
+    return absl::InternalError(
+        "herd: a call that needs this worker's registration in the job came before it");
+  }
+
   worker::Executor* Current() {
     if (executor_ == nullptr) Check(absl::FailedPreconditionError("no iteration has begun"));
     return executor_;
@@ -365,7 +426,8 @@ class PySession {
 
   std::unique_ptr<worker::Session> session_;
   worker::Executor* executor_ = nullptr;
-  absl::Status failed_;  // the last failed call's error, for recover()
+  absl::Status failed_;           // the last failed call's error, for recover()
+  absl::Status register_failed_;  // why register_() failed, raised again at every later call
   std::shared_ptr<std::atomic<double>> lr_ = std::make_shared<std::atomic<double>>(0.0);
   std::chrono::milliseconds timeout_{std::chrono::seconds(120)};
 };
@@ -385,6 +447,8 @@ PYBIND11_MODULE(_herd, m) {
 
   py::class_<PySession>(m, "Session")
       .def(py::init<const py::dict&>())
+      .def("register", &PySession::register_)
+      .def_property_readonly("registered", &PySession::registered)
       .def_property_readonly("rank", &PySession::rank)
       .def_property_readonly("size", &PySession::size)
       .def_property_readonly("start_iteration", &PySession::start_iteration)

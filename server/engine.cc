@@ -137,8 +137,9 @@ absl::StatusOr<bool> Engine::Init(std::string_view job, KeyId key, std::string_v
   if (writer_ != nullptr && config_.durability.kind != Durability::Kind::kCheckpointOnly) {
     const std::span<const float> initial(reinterpret_cast<const float*>(values.data()),
                                          static_cast<size_t>(ks.count));
-    HERD_RETURN_IF_ERROR(WriteView(ks, KeyRecordView{key, ks.version, initial, ks.slot0, ks.slot1,
-                                                     ks.epsilon, ks.result, ks.clocks}));
+    HERD_RETURN_IF_ERROR(
+        WriteView(ks, KeyRecordView{key, ks.version, initial, ks.slot0, ks.slot1, ks.epsilon,
+                                    ks.result, ks.clocks, ks.clock_base}));
     ks.params_durable = true;
   }
   std::memcpy(ks.params.data(), values.data(), values.size());
@@ -168,6 +169,9 @@ absl::Status Engine::Restore(const KeyRecord& r) {
   HERD_RETURN_IF_ERROR(same(r.slot1.size(), ks.slot1.size(), "optimizer state"));
   HERD_RETURN_IF_ERROR(same(r.epsilon.size(), ks.epsilon.size(), "residual"));
   HERD_RETURN_IF_ERROR(same(r.clocks.size(), ks.clocks.size(), "worker clocks"));
+  if (!r.clock_bases.empty()) {
+    HERD_RETURN_IF_ERROR(same(r.clock_bases.size(), ks.clock_base.size(), "worker clock bases"));
+  }
   // A shard never serves a non-finite parameter, not even one an older shard wrote.
   for (const auto* part : {&r.params, &r.slot0, &r.slot1, &r.epsilon}) {
     const std::string_view bytes(reinterpret_cast<const char*>(part->data()),
@@ -184,6 +188,8 @@ absl::Status Engine::Restore(const KeyRecord& r) {
   ks.epsilon = r.epsilon;
   ks.result = r.result;
   ks.clocks = r.clocks;
+  // A worker back in its slot before the restart goes on counting from its new executor's 0.
+  if (!r.clock_bases.empty()) ks.clock_base = r.clock_bases;
   ks.version = r.version;
   ks.initialized = true;
   ks.params_durable = true;
@@ -319,7 +325,8 @@ absl::Status Engine::CommitRoundLocked(KeyState& ks, KeyId key, NextState next,
                        next.slot1 ? *next.slot1 : ks.slot1,
                        next.epsilon ? *next.epsilon : ks.epsilon,
                        next.result ? *next.result : ks.result,
-                       next.clocks ? *next.clocks : ks.clocks};
+                       next.clocks ? *next.clocks : ks.clocks,
+                       ks.clock_base};
     if (config_.mode == Mode::kEc && ks.params_durable && !next.params) view.params = {};
     HERD_RETURN_IF_ERROR(WriteView(ks, view));
     ks.rounds_since_write = 0;
@@ -343,8 +350,8 @@ absl::Status Engine::CommitRoundLocked(KeyState& ks, KeyId key, NextState next,
 }
 
 absl::Status Engine::WriteLocked(KeyState& ks, KeyId key) {
-  KeyRecordView view{key,      ks.version, ks.params, ks.slot0,
-                     ks.slot1, ks.epsilon, ks.result, ks.clocks};
+  KeyRecordView view{key,        ks.version, ks.params, ks.slot0,     ks.slot1,
+                     ks.epsilon, ks.result,  ks.clocks, ks.clock_base};
   if (config_.mode == Mode::kEc && ks.params_durable) view.params = {};
   HERD_RETURN_IF_ERROR(WriteView(ks, view));
   ks.rounds_since_write = 0;

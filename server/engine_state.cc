@@ -265,6 +265,8 @@ absl::Status Engine::ImportState(const StateSource& from) {
     ks->slot1 = std::move(c.slot1);
     ks->epsilon = std::move(c.epsilon);
     ks->clocks = std::move(c.clocks);
+    // The workers' executors restart their clocks at 0 too: no worker is back in a slot.
+    std::fill(ks->clock_base.begin(), ks->clock_base.end(), 0);
     ks->version = c.version;
     ks->result.clear();
     std::fill(ks->accum.begin(), ks->accum.end(), 0.0f);

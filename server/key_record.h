@@ -21,6 +21,9 @@ struct KeyRecordView {
   std::span<const float> epsilon;       // ps_ec server residual (empty otherwise)
   std::string_view result;              // ps_ec compressed result of the last round
   std::span<const int64_t> clocks;      // ps_async per-worker clocks (empty otherwise)
+  // ps_async, per worker: what a worker back in its slot adds to its executor's clock to make
+  // the key's (AsyncEngine); empty or all zero when no worker came back.
+  std::span<const int64_t> clock_bases;
 };
 
 struct KeyRecord {
@@ -29,6 +32,7 @@ struct KeyRecord {
   std::vector<float> params, slot0, slot1, epsilon;
   std::string result;
   std::vector<int64_t> clocks;
+  std::vector<int64_t> clock_bases;  // empty: none stored (all zero)
 };
 
 // Where the engines write. Implementations must be thread-safe (keys are written

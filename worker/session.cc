@@ -532,6 +532,9 @@ absl::StatusOr<herd::v1::JobStatus> Session::Finish(herd::v1::TrainingResult res
   if (handover_bytes_ > 0) {
     (*result.mutable_metrics())["elastic_handover_bytes"] = static_cast<double>(handover_bytes_);
     (*result.mutable_metrics())["elastic_handover_ms"] = 1000.0 * handover_seconds_;
+  }
+  // A worker that joined the running job; ps_async's takes no state from a peer (it pulls).
+  if (join_seconds_ > 0) {
     (*result.mutable_metrics())["elastic_join_ms"] = 1000.0 * join_seconds_;
     (*result.mutable_metrics())["elastic_startup_ms"] = 1000.0 * startup_seconds_;
     (*result.mutable_metrics())["elastic_startup_registered_ms"] =

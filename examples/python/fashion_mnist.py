@@ -74,7 +74,7 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args()
 
-    herd.init()  # herd: join the job
+    herd.init()  # herd: open the job (registered at the DistributedOptimizer, after the data)
     torch.manual_seed(args.seed)
     train_x, train_y = load(args.data, "train", args.train_samples)
     test_x, test_y = load(args.data, "t10k")

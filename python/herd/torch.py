@@ -1,8 +1,8 @@
 """herd.torch: train your own PyTorch model with herd, in every mode, with a few lines.
 
     import torch, herd.torch as herd
-    herd.init()                                     # joins the job the environment names
-    model = MyNet()
+    herd.init()                                     # opens the job the environment names
+    model = MyNet()                                 # (model and data first: see below)
     opt = herd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9),
                                     model=model)
     herd.broadcast_parameters(model.state_dict(), root_rank=0)
@@ -18,6 +18,13 @@ update itself, in place, with the torch optimizer's settings translated (SGD, mo
 decay, Adam); the learning rate is read at every step, so torch's LR schedulers work. The mode
 is the job's, and may change between two iterations (a planned switch, `herd job set-mode`)
 without the script knowing. Reference: docs/python.md.
+
+Registration: herd.init() only opens the session (it waits for the job and reads its spec); the
+process registers as one of the job's workers at its first call that needs the rank, the
+membership or the job's state (rank(), size(), start_iteration(), state(), the
+DistributedOptimizer, allreduce/broadcast, finish()). A restarted worker of an elastic job is
+waited for by the live workers from its registration on, so a script that builds its model and
+reads its data before those calls keeps that start-up out of their wait.
 
 Elastic jobs (a worker dies, or a restarted one rejoins): take the data from herd.ElasticSampler
 (a batch sampler over herd's global data order) and nothing else changes. A step() that a
@@ -61,8 +68,11 @@ def _env(name, default=""):
 
 
 def init():
-    """Joins the job named by HERD_SCHEDULER and HERD_JOB (set by `herd local`), as one of its
-    workers: registers, receives the rank, starts heartbeating. Optional: HERD_NAME (the
+    """Opens the job named by HERD_SCHEDULER and HERD_JOB (set by `herd local`): waits for it
+    and reads its spec, without registering. The process registers as one of its workers
+    (receives its rank, starts heartbeating) at the first call that needs it (rank(), size(),
+    start_iteration(), state(), DistributedOptimizer, allreduce/broadcast, finish()), which
+    raises herd.Error naming why when the job refuses it. Optional: HERD_NAME (the
     identity a restarted process takes its slot back with), HERD_RANK, HERD_TOKEN (or
     HERD_TOKEN_FILE, a file holding it, as `herd worker --token-file`), HERD_TLS=1,
     HERD_TLS_CA, HERD_SERVER_TLS=1, HERD_SERVER_CA (the shards' TLS), HERD_TRANSPORT
@@ -129,14 +139,24 @@ def _require():
     return _session
 
 
+def _joined(call):
+    """The session, this process registered in the job: `call` (e.g. "herd.rank()") is the
+    first that needs it, and names itself in the herd.Error of a refused registration (the job
+    ended, a rank that is no slot of it, a running job that takes no worker back...)."""
+    s = _require()
+    if not s.registered:
+        s.register(call)
+    return s
+
+
 def rank():
-    """This worker's rank, 0 .. size()-1."""
-    return _require().rank
+    """This worker's rank, 0 .. size()-1 (registers the process, see init())."""
+    return _joined("herd.rank()").rank
 
 
 def size():
-    """The job's number of workers."""
-    return _require().size
+    """The job's number of workers (registers the process, see init())."""
+    return _joined("herd.size()").size
 
 
 def mode():
@@ -157,7 +177,7 @@ def start_iteration():
     (`herd local --resume DIR`, `herd job submit --resume`). A resumed script skips the batches
     before it; the model's parameters and herd's optimizer state (momentum, Adam, residuals)
     are the checkpoint's once the DistributedOptimizer is built."""
-    return _require().start_iteration
+    return _joined("herd.start_iteration()").start_iteration
 
 
 def state(**values):
@@ -172,7 +192,7 @@ def state(**values):
     Each checkpoint holds the values as last set before its iteration began. At most 64 names
     of up to 64 characters, 64 KiB of JSON each (ValueError beyond, nothing changed)."""
     import json
-    s = _require()
+    s = _joined("herd.state()")
     for name, value in values.items():
         try:
             text = json.dumps(value)
@@ -324,6 +344,9 @@ class DistributedOptimizer(torch.optim.Optimizer):
         self._announce_at_begin = None
         self._prehooked = [False] * len(params)
 
+        # Registers here at the latest (a worker declares the model right after): everything
+        # before, the script's model and data included, stays out of a rejoin's wait.
+        _joined("herd.DistributedOptimizer()")
         session.set_optimizer(*self._config)
         # A resumed job's parameters are written into these tensors here (the checkpoint's).
         session.attach([_herd.TensorArg(n, p.data_ptr(), p.numel(), list(p.shape))
@@ -730,7 +753,7 @@ class ElasticSampler:
         self._epoch = int(epoch)
 
     def _global(self):
-        return _require().size * self.batch_size
+        return _joined("len(herd.ElasticSampler)").size * self.batch_size
 
     def __len__(self):
         """Batches of an epoch at the job's worker count (the last partial one dropped)."""
@@ -806,7 +829,7 @@ def allreduce(tensor, average=True):
     worker calls it in the same order. Through the scheduler: for metrics, not for models. In an
     elastic job, over the workers alive (a dead one is left out once the scheduler declared it
     dead)."""
-    _require()
+    _joined("herd.allreduce()")
     t = tensor.detach().cpu()
     got = _exchange(_next_tag("allreduce"), _to_bytes(t), -1)
     dtype = t.numpy().dtype
@@ -818,7 +841,7 @@ def allreduce(tensor, average=True):
 
 def broadcast(tensor, root_rank):
     """`tensor` of worker `root_rank`, as a new tensor on every worker."""
-    s = _require()
+    s = _joined("herd.broadcast()")
     if not 0 <= root_rank < s.size:
         raise ValueError(f"root_rank {root_rank} is not a rank of this job (0..{s.size - 1})")
     t = tensor.detach().cpu().contiguous()
@@ -843,7 +866,7 @@ def broadcast_parameters(params, root_rank=0):
     items = params.items() if hasattr(params, "items") else params
     tensors = [item[1] if isinstance(item, tuple) else item for item in items]
     tensors = [t for t in tensors if torch.is_tensor(t) and t.numel() > 0]
-    if _require().start_iteration > 0 and _optimizer is not None:
+    if _joined("herd.broadcast_parameters()").start_iteration > 0 and _optimizer is not None:
         # Resumed, or joined a running elastic job: the parameters are the checkpoint's or the
         # live workers', already what every rank must hold (in the decentralized modes each
         # rank's own model, which a broadcast would overwrite). The calls are counted, so the
@@ -868,6 +891,7 @@ def finish(metrics=None):
     s = _require()
     if _finished:
         return
+    s = _joined("herd.finish()")
     metrics = {str(k): float(v) for k, v in (metrics or {}).items()}
     for k, v in metrics.items():
         if not math.isfinite(v):

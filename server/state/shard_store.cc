@@ -4,6 +4,7 @@
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_format.h"
@@ -37,6 +38,11 @@ std::string RowKey(const std::string& job, KeyId key) {
 rocksdb::Slice Floats(std::span<const float> v) {
   return rocksdb::Slice(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
 }
+
+// The meta row: the version, then the ps_async clocks, then, only when a worker came back to its
+// slot (some base is not zero), the clock bases and this tag. Rows written before the bases
+// existed, and rows without any, end with the clocks: they read as bases of zero.
+constexpr int64_t kClockBasesTag = 0x53455341424b4c43;  // the bytes "CLKBASES"
 
 template <typename T>
 std::vector<T> FromBytes(const std::string& bytes) {
@@ -75,6 +81,11 @@ absl::Status ShardStore::Write(const std::string& job, const KeyRecordView& r) {
   std::string meta(sizeof(int64_t), '\0');
   std::memcpy(meta.data(), &r.version, sizeof(int64_t));
   meta.append(reinterpret_cast<const char*>(r.clocks.data()), r.clocks.size() * sizeof(int64_t));
+  if (std::any_of(r.clock_bases.begin(), r.clock_bases.end(), [](int64_t b) { return b != 0; })) {
+    meta.append(reinterpret_cast<const char*>(r.clock_bases.data()),
+                r.clock_bases.size() * sizeof(int64_t));
+    meta.append(reinterpret_cast<const char*>(&kClockBasesTag), sizeof(int64_t));
+  }
   // Through the WAL, not synced: survives a process kill.
   return db_->Write(absl::StrFormat("writing key %s of job '%s'", KeyName(r.key), job),
                     /*sync=*/false, [&](rocksdb::WriteBatch& batch) {
@@ -115,7 +126,19 @@ absl::StatusOr<std::vector<KeyRecord>> ShardStore::Load(const std::string& job) 
     r.key.tensor = static_cast<int32_t>(GetBigEndian32(k.data() + prefix.size()));
     r.key.chunk = static_cast<int32_t>(GetBigEndian32(k.data() + prefix.size() + 4));
     std::memcpy(&r.version, meta.data(), sizeof(int64_t));
-    r.clocks = FromBytes<int64_t>(meta.substr(sizeof(int64_t)));
+    std::vector<int64_t> words = FromBytes<int64_t>(meta.substr(sizeof(int64_t)));
+    if (!words.empty() && words.back() == kClockBasesTag) {
+      words.pop_back();
+      if (words.size() % 2 != 0) {
+        return absl::DataLossError(absl::StrFormat(
+            "the clocks of key %s of job '%s' in %s are malformed (%d words with their bases)",
+            KeyName(r.key), job, dir_, words.size()));
+      }
+      r.clock_bases.assign(words.begin() + static_cast<std::ptrdiff_t>(words.size() / 2),
+                           words.end());
+      words.resize(words.size() / 2);
+    }
+    r.clocks = std::move(words);
     const std::string row = k.ToString();
     std::string value;
     auto get = [&](Cf cf, std::string* v) -> absl::Status {

@@ -9,6 +9,7 @@ every mode ends within 2 points of the accuracy of the same job undisturbed.
 Run one case: HERD_BINARY=build/bin/herd /usr/bin/python3 -m unittest
 test_herd_elastic.ElasticTest.test_allreduce_survivors_go_on (tests/python/CMakeLists.txt).
 """
+import json
 import os
 import signal
 import subprocess
@@ -54,6 +55,30 @@ class Run(test_herd_torch.Run):
     def log(self, name):
         with open(os.path.join(self.state, "logs", name)) as f:
             return f.read()
+
+    def membership_events(self):
+        """The job's membership events as `herd job status --json` gives them, from a
+        scheduler started again on the run's state (herd local stopped its own)."""
+        port_file = os.path.join(self.state, "status.port")
+        sched = subprocess.Popen([HERD, "scheduler", "--state",
+                                  os.path.join(self.state, "scheduler-state"), "--listen",
+                                  "127.0.0.1:0", "--port-file", port_file],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            give_up = time.time() + 30
+            while not os.path.exists(port_file) and time.time() < give_up:
+                time.sleep(0.05)
+            with open(port_file) as f:
+                address = f"127.0.0.1:{int(f.read())}"
+            p = subprocess.run([HERD, "job", "status", "local", "--json", "--scheduler", address],
+                               capture_output=True, text=True, timeout=30)
+            text = subprocess.run([HERD, "job", "status", "local", "--scheduler", address],
+                                  capture_output=True, text=True, timeout=30).stdout
+        finally:
+            sched.kill()
+            sched.wait()
+        self.status_text = text
+        return json.loads(p.stdout).get("membershipEvents", [])
 
 
 class ElasticBase(unittest.TestCase):
@@ -168,9 +193,26 @@ class ElasticTest(ElasticBase):
     def test_allreduce_restarted_worker_rejoins(self):
         """Worker 2 killed at a third with --max-restarts 1: herd local starts it again, it
         takes the live workers' state and position, and the job ends with four identical
-        replicas."""
-        run = self.run_job("allreduce", epochs=4, restarts=1)
+        replicas. The restarted script spends 5 s on its model after herd.init()
+        and before its first registering call: the scheduler does not know it meanwhile (it
+        registers after), so the survivors' wait for it, the rejoin time, is well below that."""
+        startup = 5.0
+        run = self.run_job("allreduce", epochs=4, restarts=1,
+                           script_args=["--restarted-startup", str(startup)])
         self.assertCompleted(run, range(WORKERS), epochs=4)
+        [ready] = [f for f in os.listdir(run.dir) if f.startswith("startup-")]
+        with open(os.path.join(run.dir, ready)) as f:
+            ready = json.load(f)
+        joins = [e for e in run.membership_events() if e.get("joined")]
+        self.assertEqual(len(joins), 1, run.status_text)
+        registered = int(joins[0]["detectedUnixMs"]) / 1000
+        rejoin = int(joins[0]["resumedUnixMs"]) / 1000 - registered
+        print(f"restarted worker: registered {registered - ready['ready']:.2f} s after its "
+              f"{startup} s start-up ended; rejoin time {rejoin:.2f} s", file=sys.stderr)
+        # Registered after its start-up (its clock and the scheduler's are the same machine's).
+        self.assertGreaterEqual(registered, ready["ready"] - 0.05, run.status_text)
+        self.assertGreater(rejoin, 0, run.status_text)
+        self.assertLess(rejoin, startup / 2, run.status_text)
         self.assertIn("restarting it (1 of at most 1)", run.err)
         joined = run.rank(VICTIM)
         self.assertGreater(joined["start"], 0)  # it began where the live workers went on

@@ -150,6 +150,27 @@ class FeaturesTest(HerdTorchTest):
         self.assertIn("the script failed on purpose at iteration 5", run.err)  # its last lines
         self.assertIn("worker-1", run.err)
 
+    def test_refused_registration_raises_at_the_call_that_registers(self):
+        """herd.init() only opens the session; the job refuses the worker (a rank that is no
+        slot of it) at the first call that registers, herd.rank(), which raises herd.Error
+        naming itself, the worker and the scheduler's reason."""
+        run = self.herd_local("allreduce", ["--ask-rank", "5"], workers=1)
+        self.assertNotEqual(run.rc, 0)
+        self.assertIn("herd.init() returned", run.err)
+        self.assertIn("herd._herd.Error: herd.rank(): worker 'worker-0' could not register in "
+                      "job 'local': INVALID_ARGUMENT: ", run.err)
+        self.assertIn("worker 'worker-0' asks for rank 5; job 'local' has ranks 0..0", run.err)
+
+    def test_an_exception_before_registering_fails_the_job(self):
+        """A script that raises between herd.init() and its first registering call registers
+        to fail the job with its message (the scheduler's outcome, not only an exit status),
+        so the other workers of a starting job do not wait out their start timeout."""
+        run = self.herd_local("allreduce", ["--raise-before-registering"])
+        self.assertNotEqual(run.rc, 0)
+        self.assertIn("herd local: job local failed: worker 'worker-", run.err)
+        self.assertIn("the training script raised RuntimeError: the script failed on purpose "
+                      "before registering", run.err)
+
     def test_layout_mismatch_names_the_tensor(self):
         run = self.herd_local("allreduce", ["--mismatch-rank", "1"])
         self.assertNotEqual(run.rc, 0)

@@ -53,10 +53,14 @@ def main():
     p.add_argument("--stall-seconds", type=float, default=0.0)
     p.add_argument("--loader-workers", type=int, default=0, help="DataLoader(num_workers=)")
     p.add_argument("--accumulate", type=int, default=1, help="backward_passes_per_step")
+    p.add_argument("--restarted-startup", type=float, default=0.0,
+                   help="a restarted process (its progress file exists) spends this many more "
+                        "seconds building its model (a large one) before it registers")
     args = p.parse_args()
 
+    # The model and the data before the first call that registers (herd.rank(), the
+    # DistributedOptimizer): a restarted worker's start-up stays out of the live workers' wait.
     herd.init()
-    rank = herd.rank()
     torch.manual_seed(int(os.environ.get("HERD_SEED", "1")))
     x, y = teacher_data(args.train_samples + 1024, seed=11)
     # The sample's index rides along, so the test can check what each worker trained on.
@@ -65,8 +69,15 @@ def main():
     test_x, test_y = x[args.train_samples:], y[args.train_samples:]
 
     model = Net()
+    previous = os.path.join(args.out, f"progress-{os.environ['HERD_RANK']}")
+    if args.restarted_startup and os.path.exists(previous):
+        began = time.time()
+        time.sleep(args.restarted_startup)
+        with open(os.path.join(args.out, f"startup-{os.getpid()}.json"), "w") as f:
+            json.dump({"began": began, "ready": time.time()}, f)
     opt = herd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9),
                                     model=model, backward_passes_per_step=args.accumulate)
+    rank = herd.rank()
     herd.broadcast_parameters(model.state_dict(), root_rank=0)
     sampler = herd.ElasticSampler(train, batch_size=args.batch)
     loader = DataLoader(train, batch_sampler=sampler, num_workers=args.loader_workers)

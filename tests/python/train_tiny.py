@@ -82,9 +82,17 @@ def main():
     p.add_argument("--builtin-mlp", action="store_true")
     p.add_argument("--train-samples", type=int, default=12000)
     p.add_argument("--no-model", action="store_true", help="DistributedOptimizer without model=")
+    p.add_argument("--ask-rank", type=int, default=-1,
+                   help="ask the job for this rank (HERD_RANK), refused when it is no slot")
+    p.add_argument("--raise-before-registering", action="store_true")
     args = p.parse_args()
 
+    if args.ask_rank >= 0:
+        os.environ["HERD_RANK"] = str(args.ask_rank)
     herd.init()
+    print("herd.init() returned", flush=True)
+    if args.raise_before_registering:
+        raise RuntimeError("the script failed on purpose before registering")
     rank, size = herd.rank(), herd.size()
     seed = int(os.environ.get("HERD_SEED", "1"))
     torch.manual_seed(seed)

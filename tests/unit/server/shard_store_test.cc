@@ -175,6 +175,31 @@ TEST_F(ShardStoreTest, AsyncClocksAndEcResidualsSurvive) {
   EXPECT_EQ(got.data, before);
 }
 
+// A worker back in its slot of an elastic ps_async job counts its clock from its new
+// executor's 0; the shard maps that onto the slot's clock (AsyncEngine). A shard restarted on
+// its state directory after that keeps the mapping: the worker's next push is taken, a repeat
+// of its last one is still a repeat.
+TEST_F(ShardStoreTest, AWorkerBackInItsSlotKeepsItsClockAcrossARestart) {
+  auto config = testing::SmallJob(Mode::kAsync, 2);
+  auto push = [](Engine& e, int worker, int64_t clock) {
+    return e.Push(PushArgs{"j", worker, kA, clock, Bytes({1, 1, 1, 1}), ""}, Later());
+  };
+  {
+    Shard s = Open(config);
+    ASSERT_TRUE(*s.engine->Init("j", kA, Bytes({1, 2, 3, 4})));
+    ASSERT_TRUE(push(*s.engine, 1, 0).ok());  // worker 1 pushes once, then dies
+    s.engine->SetLiveWorkers({0});
+    for (int clock = 0; clock < 3; ++clock) ASSERT_TRUE(push(*s.engine, 0, clock).ok());
+    s.engine->SetLiveWorkers({0, 1});         // back, with a new executor counting from 0
+    ASSERT_TRUE(push(*s.engine, 1, 0).ok());  // the slot's clock 3
+  }
+  Shard s = Open(config);
+  EXPECT_EQ(push(*s.engine, 1, 0).code(), absl::StatusCode::kAlreadyExists);
+  ASSERT_TRUE(push(*s.engine, 1, 1).ok()) << "the returned worker's next push after the restart";
+  ASSERT_TRUE(push(*s.engine, 0, 3).ok());
+  EXPECT_EQ(PullOf(*s.engine, kA).version, 7);
+}
+
 // The version on disk the shard reports (the lowest over its keys, none while a key has no
 // record), and the check a restart makes against it: a key behind it, or without a record, is
 // DATA_LOSS naming the directory, unless the loss is accepted.
