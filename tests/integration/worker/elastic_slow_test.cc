@@ -456,7 +456,7 @@ TEST_P(HerdLocalRestart, HerdLocalRestartsAKilledWorkerWhichRejoins) {
   const std::string job = "local-rejoin";
   std::vector<std::string> args = {
       "local", "--mode",   mode, "--model",       "mlp", "--workers",
-      "4",     "--epochs", "1",  "--batch-size",  "32",  "--train-samples",
+      "4",     "--epochs", "2",  "--batch-size",  "32",  "--train-samples",
       "60000", "--job",    job,  "--min-workers", "2",   "--max-restarts",
       "1",     "--state",  state};
   if (mode.rfind("ps_", 0) == 0) {
@@ -465,13 +465,16 @@ TEST_P(HerdLocalRestart, HerdLocalRestartsAKilledWorkerWhichRejoins) {
   }
   const pid_t local = SpawnHerd(args, Log("herd-local"));
   pids_.push_back(local);
-  // Once the job runs, a few seconds in (of about a minute), worker-1 is killed.
+  // Once the job runs, a few seconds in, worker-1 is killed. Two epochs (936 iterations, about
+  // 35 s on a quiet machine) leave room for herd local's heartbeat timeout (10 s) and the
+  // rejoin before the end: with one epoch a quiet machine finished the job before the
+  // scheduler declared the worker dead, and the join then met the final barrier.
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (ReadFile(state + "/logs/scheduler.log").find("(RUNNING") == std::string::npos &&
          std::chrono::steady_clock::now() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  std::this_thread::sleep_for(std::chrono::seconds(8));
+  std::this_thread::sleep_for(std::chrono::seconds(5));
   const pid_t victim = FindProcess({"worker", "--job " + job, "--name worker-1 "});
   ASSERT_GT(victim, 0) << ReadFile(Log("herd-local"));
   ::kill(victim, SIGKILL);
