@@ -27,10 +27,11 @@ HERD = os.environ.get("HERD_BINARY", os.path.join(HERE, "..", "..", "build", "bi
 PYTHON = "/usr/bin/python3"
 # The replicated modes, whose replicas must end bitwise identical.
 REPLICATED = ["allreduce", "lp", "dear", "ps_sync", "ps_ec", "sparse", "topk_allgather", "clps"]
-# The modes whose restarted worker rejoins (ps_sync and ps_ec go on without it,
-# docs/elastic.md); in ps_async it takes its slot back and pulls the model from the shard.
+# The modes whose restarted worker rejoins: every mode (docs/elastic.md). The ps modes take it
+# back in its slot: in ps_async it pulls the model from the shard; in ps_sync and ps_ec a live
+# worker hands it its state and announces it to the shards.
 TAKE_NEWCOMERS = ["allreduce", "dear", "lp", "sparse", "topk_allgather", "decentralized",
-                  "decentralized_lp", "clps", "ps_async"]
+                  "decentralized_lp", "clps", "ps_sync", "ps_ec", "ps_async"]
 WORKERS, BATCH, SAMPLES, SEED = 4, 16, 2048, 5
 PER_EPOCH = SAMPLES // (WORKERS * BATCH)  # iterations of an epoch (global batch 64)
 VICTIM = 2
