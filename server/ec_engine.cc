@@ -15,7 +15,7 @@ namespace herd::server {
 absl::Status EcEngine::PushLocked(KeyState& ks, const PushArgs& args,
                                   std::unique_lock<std::mutex>& lock, Deadline deadline) {
   AwaitPlanNamingLiveLocked(ks, args, lock, deadline);
-  // A worker back in its slot is not dropped into the next round as in ps_sync: its model is
+  // A worker back in its slot counts from the round its source announced it in: its model is
   // its own, and a round it missed would leave it behind the others for good.
   HERD_RETURN_IF_ERROR(CheckReturnedPushLocked(ks, args));
   HERD_RETURN_IF_ERROR(CheckRoundPushLocked(ks, args));

@@ -45,7 +45,6 @@ Engine::Engine(ShardConfig config, KeyWriter* writer)
     if (config_.mode != Mode::kAsync) {
       ks->accum.assign(n, 0.0f);
       ks->pushed.assign(config_.workers, false);
-      ks->pushed_after_return.assign(config_.workers, 0);
       ks->counted_after_return.assign(config_.workers, 0);
     }
     if (config_.mode == Mode::kEc) {
@@ -429,7 +428,7 @@ bool Engine::RoundCompleteWith(const KeyState& ks, int worker) const {
 }
 
 bool Engine::CountedLocked(const KeyState& ks, int w) const {
-  if (config_.mode != Mode::kEc || !config_.elastic) return true;
+  if (config_.mode == Mode::kAsync || !config_.elastic) return true;
   return ks.counted_after_return[w] == ReturnsOf(w);
 }
 
@@ -477,7 +476,7 @@ absl::Status Engine::CheckReturnedPushLocked(const KeyState& ks, const PushArgs&
 }
 
 void Engine::CountReturnedLocked(KeyState& ks, const PushArgs& args) {
-  if (config_.mode != Mode::kEc || !config_.elastic) return;
+  if (config_.mode == Mode::kAsync || !config_.elastic) return;
   // Counted from this round on; logged once per return (at its first key).
   auto count = [&](int w, std::string_view how) {
     const int64_t returns = ReturnsOf(w);
@@ -507,22 +506,6 @@ void Engine::CountReturnedLocked(KeyState& ks, const PushArgs& args) {
     }
     count(j, absl::StrFormat("announced by worker %d, its source", args.worker));
   }
-}
-
-bool Engine::DropsRoundCompletedWithoutLocked(KeyState& ks, const PushArgs& args) {
-  if (!config_.elastic || !LiveWorker(args.worker)) return false;
-  const int64_t returns = ReturnsOf(args.worker);
-  if (ks.pushed_after_return[args.worker] == returns) return false;
-  // Its first push of this key since it came back. The shard hears of the return (the plan)
-  // while the live workers' rounds are under way: rounds that completed before waited for the
-  // workers live then, and the returned worker pulled the key's parameters of one of them.
-  ks.pushed_after_return[args.worker] = returns;
-  if (args.round != ks.version - 1) return false;
-  Log().info(
-      "server: worker {} is back in job '{}': key {} completed round {} without it, its push of "
-      "that round is dropped; the key's rounds wait for it from round {} on",
-      args.worker, config_.job, KeyName(args.key), args.round, ks.version);
-  return true;
 }
 
 absl::Status Engine::CheckRoundPushLocked(KeyState& ks, const PushArgs& args) {

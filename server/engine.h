@@ -16,10 +16,10 @@
 // Elastic jobs (ShardConfig::elastic): a ps_sync or ps_ec round completes once every *live*
 // worker pushed it (SetLiveWorkers); ps_sync steps with the mean of the pushes it took, ps_ec
 // scales their sum to M pushes' worth (the workers divide by M). A worker back in its slot
-// (the plans name it live again after it was dead): ps_sync counts it at once (its first push
-// into a round completed without it is dropped); ps_ec counts it in a key's rounds only from
-// the round a live worker announced it in (PushArgs::joiners), or from its own first push of
-// the key's open round, whichever comes first (docs/elastic.md, "ps_sync and ps_ec").
+// (the plans name it live again after it was dead) counts in a key's rounds only from the
+// round a live worker announced it in (PushArgs::joiners), or from its own first push of the
+// key's open round, whichever comes first; its push of a round completed without it is
+// refused (docs/elastic.md, "ps_sync and ps_ec").
 //
 // Errors (state unchanged on every one): NOT_FOUND (other job, worker not in the job, key not
 // of this job or not on this shard), INVALID_ARGUMENT (wrong length, dtype, undecodable
@@ -65,8 +65,8 @@ struct PushArgs {
   std::string_view dtype;  // "" or "fp32"
   double learning_rate =
       0;  // > 0: this push's learning rate (PushChunk.learning_rate); 0: the job's
-  // ps_ec: workers back in their slot that the key's rounds count from this push's round on
-  // (PushChunk.joiners: the live worker that handed them its state announces them).
+  // ps_sync / ps_ec: workers back in their slot that the key's rounds count from this push's
+  // round on (PushChunk.joiners: the live worker that handed them its state announces them).
   std::vector<int> joiners = {};
 };
 
@@ -186,10 +186,8 @@ class Engine {
     std::vector<bool> pushed;
     int pushed_count = 0;
     double round_learning_rate = 0;  // ps_sync: the round's pushes' (0: the job's)
-    // ps_sync / ps_ec, per worker: the return (ReturnsOf) after which it pushed this key last.
-    std::vector<int64_t> pushed_after_return;
-    // ps_ec, per worker: the return (ReturnsOf) after which the key's rounds count it (0 for a
-    // worker that never died). Behind ReturnsOf while a returned worker is not yet announced.
+    // ps_sync / ps_ec, per worker: the return (ReturnsOf) after which the key's rounds count it (0
+    // for a worker that never died). Behind ReturnsOf while a returned worker is not yet announced.
     std::vector<int64_t> counted_after_return;
     // ps_ec.
     std::vector<float> epsilon;
@@ -249,24 +247,21 @@ class Engine {
   // the scheduler's plans. SetLiveWorkers wakes it. What it then finds is checked as usual.
   void AwaitPlanNamingLiveLocked(KeyState& ks, const PushArgs& args,
                                  std::unique_lock<std::mutex>& lock, Deadline deadline);
-  // ps_ec: whether the key's rounds count worker `w` (live or not): not a worker back in its
-  // slot that no push announced yet and that did not push the key's open round itself.
+  // ps_sync / ps_ec: whether the key's rounds count worker `w` (live or not): not a worker
+  // back in its slot that no push announced yet and that did not push the key's open round
+  // itself.
   bool CountedLocked(const KeyState& ks, int w) const;
-  // ps_ec, before the checks of a round's push: a worker back in its slot that the key does
-  // not count yet pushing a round that completed without it cannot take part in it, and its
-  // model, stepped without that round's result, would leave the others': FAILED_PRECONDITION.
-  // (The protocol prevents it: its source announces it in a round that waits for it.)
+  // ps_sync / ps_ec, before the checks of a round's push: a worker back in its slot that the
+  // key does not count yet pushing a round that completed without it cannot take part in it
+  // (ps_ec: its model, stepped without that round's result, would leave the others'; ps_sync:
+  // its iteration and its round would disagree, and its last push would be of a round nobody
+  // else pushes): FAILED_PRECONDITION. (The protocol prevents it: its source announces it in a
+  // round that waits for it.)
   absl::Status CheckReturnedPushLocked(const KeyState& ks, const PushArgs& args) const;
-  // ps_ec, once the push is accepted into the open round: the key counts from this round on
-  // the pusher (a worker back in its slot pushing the open round first) and every live
-  // worker the push announces.
+  // ps_sync / ps_ec, once the push is accepted into the open round: the key counts from this
+  // round on the pusher (a worker back in its slot pushing the open round first) and every
+  // live worker the push announces.
   void CountReturnedLocked(KeyState& ks, const PushArgs& args);
-  // Whether the push is the first of a live worker back in its slot into a round this key
-  // completed without it (the round before the key's version): the key's round went on with
-  // the pushes of the workers live then, so this one is dropped (logged) and answered as taken;
-  // its pull brings the current parameters and its next push is the key's open round, which
-  // waits for it from then on. Any other push goes on to CheckRoundPushLocked.
-  bool DropsRoundCompletedWithoutLocked(KeyState& ks, const PushArgs& args);
   // After the live workers changed, with the key locked: in an elastic job a round that waited
   // only for workers that died completes now (CompleteOpenRoundLocked), so the survivors
   // blocked in its pull go on without rerunning anything; then the key's waiters wake.

@@ -73,7 +73,9 @@ std::string PushersOf(const std::vector<bool>& pushed) {
 absl::Status SyncEngine::PushLocked(KeyState& ks, const PushArgs& args,
                                     std::unique_lock<std::mutex>& lock, Deadline deadline) {
   AwaitPlanNamingLiveLocked(ks, args, lock, deadline);
-  if (DropsRoundCompletedWithoutLocked(ks, args)) return absl::OkStatus();
+  // A worker back in its slot counts from the round its source announced it in (or its own
+  // first push of the open round): a push of a round that completed without it is refused.
+  HERD_RETURN_IF_ERROR(CheckReturnedPushLocked(ks, args));
   HERD_RETURN_IF_ERROR(CheckRoundPushLocked(ks, args));
   HERD_RETURN_IF_ERROR(CheckFp32Gradient(args, ks.count));
   // One round, one step: its pushes step with the same learning rate (the workers follow the
@@ -89,6 +91,8 @@ absl::Status SyncEngine::PushLocked(KeyState& ks, const PushArgs& args,
     ks.refused_round = -1;  // a new try of a refused round
     ks.round_learning_rate = args.learning_rate;
   }
+  // The round now waits for the workers this push announces (and counts its pusher).
+  CountReturnedLocked(ks, args);
   if (!RoundCompleteWith(ks, args.worker)) {
     for (int64_t i = 0; i < ks.count; ++i) ks.accum[i] += grad[i];
     ks.pushed[args.worker] = true;

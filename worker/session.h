@@ -322,8 +322,8 @@ class Session {
   bool MembershipChanged(const herd::v1::Plan& plan) const;
   // ps_sync and ps_ec after a death: the shards completed the interrupted round without the
   // dead worker, nothing is rerun; this worker takes its position among the live workers of
-  // `plan` (the data split follows) and keeps its executor. ps_ec after a return: the source
-  // among the live workers hands each joiner its state first (HandOverOnShards).
+  // `plan` (the data split follows) and keeps its executor. ps_sync and ps_ec after a return:
+  // the source among the live workers hands each joiner its state first (HandOverOnShards).
   absl::Status FollowShrinkOnShards(const herd::v1::Plan& plan, int64_t iteration);
   // On the new communicator of a stretch after a membership change: the members say whether
   // they join; each joiner receives the state before `iteration` from its source (the nearest
@@ -351,10 +351,10 @@ class Session {
                                               std::optional<checkpoint::ProcessState>& carried);
   // The most bytes of handed-over state this model can hold (a damaged size is refused).
   int64_t HandoverBound() const;
-  // ps_ec (session_shards_elastic.cc). The source's side: hands the state before `iteration`
-  // to each of `joiners` over a communicator of two, then has the executor announce them with
-  // this iteration's pushes. Returns the joiners it could not serve because the membership
-  // moved on meanwhile (the next plan says who is live); another failure is an error.
+  // ps_sync and ps_ec (session_shards_elastic.cc). The source's side: hands the state before
+  // `iteration` to each of `joiners` over a communicator of two, then has the executor
+  // announce them with this iteration's pushes. Returns the joiners it could not serve because the
+  // membership moved on meanwhile (the next plan says who is live); another failure is an error.
   absl::StatusOr<std::vector<int>> HandOverOnShards(const herd::v1::Plan& plan, int64_t iteration,
                                                     const std::vector<int>& joiners);
   // The joiner's side, in JoinRunningJob: receives its source's state (as `plan`'s generation
@@ -368,8 +368,8 @@ class Session {
                                                                               int comm_rank);
   // The plan's live ranks and the node id of the process holding each (plan.workers).
   static std::map<int, uint64_t> ShardLiveNodes(const herd::v1::Plan& plan);
-  // How long either side of a ps_ec handover waits: the operation timeout plus the heartbeat
-  // timeout (the source reaches its boundary within an iteration of the new generation).
+  // How long either side of a ps_sync/ps_ec handover waits: the operation timeout plus the
+  // heartbeat timeout (the source reaches its boundary within an iteration of the new generation).
   std::chrono::milliseconds ShardHandoverTimeout() const;
   // Attach of a worker that registered into a running elastic job: waits out a pause, builds
   // the stretch of the epoch it joins (receiving the state from the live workers) and sets the
@@ -439,8 +439,8 @@ class Session {
   std::optional<checkpoint::ProcessState> restored_;
   // The shards' modes in an elastic job: the live ranks of the plan this worker followed last,
   // each with the node id of the process that held it (a later plan's rank held by another
-  // process, or not followed, is a worker back in its slot: ps_ec hands it its state,
-  // FollowShrinkOnShards).
+  // process, or not followed, is a worker back in its slot: ps_sync and ps_ec hand it their
+  // state, FollowShrinkOnShards).
   std::map<int, uint64_t> shard_live_nodes_;
   int member_index_ = 0;   // this worker's position among the live workers of the stretch
   int members_count_ = 0;  // live workers of the stretch (0: the job's, before the first)

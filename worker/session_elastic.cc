@@ -45,11 +45,16 @@ std::string EndReason(const herd::v1::JobStatus& s) {
   return "";
 }
 
-// ps_ec: its model and optimizer state live on the workers only, so a worker back in its slot
-// takes them from a live one (the shards hold none to pull).
+// ps_ec and ps_sync: a worker back in its slot takes its iteration, round and data position
+// from a live one, whose pushes of that round announce it to the shards, so no round it needs
+// completes without it. ps_ec must (its model and optimizer state live on the workers only, the
+// shards hold none to pull); ps_sync's model is the shards', but a joiner that pulled it on its
+// own could find the survivors a round past the scheduler's epoch start and push a round nobody
+// else pushes. ps_async's workers run at their own pace: a joiner there pulls.
 bool HandsOverOnShards(std::string_view mode) {
   const plan::ModeInfo* info = plan::FindMode(mode);
-  return info != nullptr && info->server_engine == plan::ServerEngine::kErrorCompensated;
+  return info != nullptr && (info->server_engine == plan::ServerEngine::kErrorCompensated ||
+                             info->server_engine == plan::ServerEngine::kSync);
 }
 
 // Bytes of a commit that only this worker held, so a dead worker's copy of them is gone: its
@@ -181,7 +186,7 @@ absl::Status Session::FollowShrinkOnShards(const herd::v1::Plan& plan, int64_t i
         iteration, rank_, options_.job));
   }
   // ps_ec: the dead worker's error-feedback residuals (what its compressed pushes had not yet
-  // delivered) are gone with it; their size is this worker's own.
+  // delivered) are gone with it; their size is this worker's own (ps_sync: none).
   int64_t lost = 0;
   if (executor_ != nullptr) {
     checkpoint::ProcessState own;
@@ -191,9 +196,10 @@ absl::Status Session::FollowShrinkOnShards(const herd::v1::Plan& plan, int64_t i
   // Workers back in their slot: the plan's live ranks held by another process (node id) than
   // the one this worker followed last, or not followed at all. A restarted process registers
   // under a new node id, so a death and a return between two of this worker's iterations (it
-  // never saw the plan without the dead worker) are told apart from no change. In ps_ec the
-  // lowest rank held by the same process before and now (every survivor computes the same)
-  // hands each its state, and its pushes of this iteration announce them to the shards.
+  // never saw the plan without the dead worker) are told apart from no change. In ps_ec and
+  // ps_sync the lowest rank held by the same process before and now (every survivor computes
+  // the same) hands each its state, and its pushes of this iteration announce them to the
+  // shards.
   std::map<int, uint64_t> live_now = ShardLiveNodes(plan);
   std::vector<int> joiners;
   int source = -1;
@@ -531,9 +537,11 @@ absl::Status Session::JoinRunningJob() {
             absl::StrFormat("job '%s' ended before worker %d could join it", options_.job, rank_));
       }
       if (HandsOverOnShards(plan->mode().mode())) {
-        // ps_ec: the model and its optimizer state live on the workers; a live one hands them
-        // over on a communicator of two once it reaches its next iteration boundary, and this
-        // worker starts at that boundary (session_shards_elastic.cc).
+        // ps_ec and ps_sync: a live worker hands over its state (ps_ec: the model and its
+        // optimizer state, which live on the workers; both: the round, the data position) on
+        // a communicator of two once it reaches its next iteration boundary, and this worker
+        // starts at that boundary and round, which its source's pushes announce to the shards
+        // (session_shards_elastic.cc).
         st = JoinOnShards(*plan);
         if (st.ok()) {
           join_seconds_ = Seconds(std::chrono::steady_clock::now() - begin).count();

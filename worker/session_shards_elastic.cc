@@ -1,12 +1,16 @@
-// Session: a worker back in its slot in an elastic ps_ec job (docs/elastic.md, "ps_sync and
-// ps_ec"). The model and its optimizer state live on the workers only and the workers share no
-// communicator, so at its next iteration boundary after the new membership generation one live
-// worker (the source: the lowest rank live before and after) hands the joiner its state over a
-// communicator of two made for that handover alone; the source's pushes of that iteration then
-// announce the joiner to the shards (PushChunk.joiners). A shard counts the joiner in a key's
-// rounds from that round on: the round cannot complete without the source's push, so it waits
-// for the joiner too, and every round before it completed without the joiner, whose model
-// starts after them (the source's). No round the joiner needs can complete without it.
+// Session: a worker back in its slot in an elastic ps_ec or ps_sync job (docs/elastic.md,
+// "ps_sync and ps_ec"). The workers share no communicator, so at its next iteration boundary
+// after the new membership generation one live worker (the source: the lowest rank live before
+// and after) hands the joiner its state over a communicator of two made for that handover
+// alone; the source's pushes of that iteration then announce the joiner to the shards
+// (PushChunk.joiners). A shard counts the joiner in a key's rounds from that round on: the round
+// cannot complete without the source's push, so it waits for the joiner too, and every round
+// before it completed without the joiner, whose state starts after them (the source's). No
+// round the joiner needs can complete without it, and the joiner's iteration, round and data
+// position come together from one live worker. ps_ec needs it for the model and its optimizer
+// state, which live on the workers only; ps_sync's model is the shards' (its joiner pulls the
+// round it was handed), but a joiner that picked its round on its own could take one the
+// survivors had already completed past the scheduler's epoch start.
 
 #include <algorithm>
 
@@ -53,11 +57,11 @@ absl::StatusOr<std::vector<int>> Session::HandOverOnShards(const herd::v1::Plan&
                                                            int64_t iteration,
                                                            const std::vector<int>& joiners) {
   // The state before `iteration`: the model's parameters and the executor's round
-  // ("ps/version") and optimizer slots; the joiner drops the error-feedback residuals.
+  // ("ps/version") and (ps_ec) optimizer slots; the joiner drops the error-feedback residuals.
   checkpoint::ProcessState own;
   HERD_RETURN_IF_ERROR(executor_->ExportState(own));
-  // This worker's error-feedback residuals are its own: the joiner's start at zero, so they
-  // are not sent (a third of the state with momentum).
+  // This worker's error-feedback residuals (ps_ec) are its own: the joiner's start at zero, so
+  // they are not sent (a third of the state with momentum).
   const int64_t residuals = DropOwnState(own);
   const std::string bytes = EncodeHandover(iteration, &own);
   const int32_t generation = plan.membership_generation();
@@ -117,12 +121,15 @@ absl::Status Session::JoinOnShards(const herd::v1::Plan& plan) {
   handover_seconds_ = Seconds(std::chrono::steady_clock::now() - begin).count();
   Log().info(
       "worker {}: joined job '{}' at iteration {} (round {}) with {} workers: took {} bytes of "
-      "state (parameters, optimizer state) from worker {} in {:.3f} s ({:.1f} MB/s; from its "
-      "call for the state, the wait for the source's boundary included); its own "
-      "error-feedback residuals start at zero",
+      "state (parameters, round, optimizer state, data position) from worker {} in {:.3f} s "
+      "({:.1f} MB/s; from its call for the state, the wait for the source's boundary "
+      "included){}",
       rank_, options_.job, handed.iteration, round, plan.ranks_size(), bytes.size(), handed.source,
       handover_seconds_,
-      handover_seconds_ > 0 ? static_cast<double>(bytes.size()) / 1e6 / handover_seconds_ : 0.0);
+      handover_seconds_ > 0 ? static_cast<double>(bytes.size()) / 1e6 / handover_seconds_ : 0.0,
+      plan.mode().mode() == "ps_sync"
+          ? "; its executor pulls that round's parameters from the shards"
+          : "; its own error-feedback residuals start at zero");
   return absl::OkStatus();
 }
 

@@ -113,6 +113,7 @@ class PsExecutor final : public Executor {
       client_->set_learning_rate(context_.optimizer.learning_rate_source->load());
     }
     HERD_ASSIGN_OR_RETURN(int64_t version, client_->PushPull(round_, grads_, &answers_));
+    client_->set_joiners({});  // ps_sync: announced with this round
     // ps_sync: the next round is the version the shards reached; ps_async: the worker's clock.
     round_ = mode_ == PsMode::kSync ? version : round_ + 1;
     CopyAnswersToParams();
@@ -121,8 +122,10 @@ class PsExecutor final : public Executor {
 
   absl::Status Flush() override { return absl::OkStatus(); }
 
+  // ps_sync and ps_ec: this iteration's pushes announce the workers this one handed its state
+  // to (ps_async's shards count a returned worker from the slowest clock instead).
   void AnnounceJoiners(std::vector<int> ranks) override {
-    if (mode_ == PsMode::kEc) client_->set_joiners(std::move(ranks));
+    if (mode_ != PsMode::kAsync) client_->set_joiners(std::move(ranks));
   }
 
   // ps_sync and ps_ec: "ps/version", the shards' version this worker pushes next (a resumed
@@ -147,8 +150,9 @@ class PsExecutor final : public Executor {
   }
 
   absl::Status ImportState(const checkpoint::StateSource& from) override {
-    if (mode_ != PsMode::kEc) return absl::OkStatus();
+    if (mode_ == PsMode::kAsync) return absl::OkStatus();
     const ImportWhere where = WhereOf(context_);
+    if (mode_ == PsMode::kSync) return ImportSyncRound(from, where);
     std::vector<std::vector<float>> residuals;
     for (const ModelTensor& t : context_.tensors) residuals.emplace_back(t.count, 0.0f);
     HERD_RETURN_IF_ERROR(RunAll({optimizer_.ImportState(from, Reshard::kReplicated, where),
@@ -165,6 +169,32 @@ class PsExecutor final : public Executor {
   }
 
  private:
+  // ps_sync: the imported round ("ps/version": a handed-over state, a resumed or switched
+  // worker's) is the one this worker pushes next, and Start() pulled the parameters of the
+  // shards' version. They agree: a joiner's source pulled its round, which cannot complete
+  // without the joiner (the source's pushes of it announce the joiner), and a resumed job's
+  // shards restore the version the workers saved. The shards may still be completing the round
+  // before it (their version is behind: pull again, waiting for it); a shard past it completed
+  // the round without this worker, whose push of it would be refused: an error naming both.
+  absl::Status ImportSyncRound(const checkpoint::StateSource& from, const ImportWhere& where) {
+    const std::optional<int64_t> imported = ReadIntValue(from, "ps/version", where);
+    if (!imported || *imported == round_) return absl::OkStatus();
+    if (*imported > round_) {
+      WaitTimer timer(&exposed_seconds_, context_.timeline, "pull");
+      HERD_ASSIGN_OR_RETURN(int64_t version, client_->Pull(*imported, &answers_));
+      round_ = version;
+      CopyAnswersToParams();
+    }
+    if (*imported != round_) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "worker %d of job '%s' takes round %d (its imported \"ps/version\"), but the shards "
+          "are at version %d: they completed round %d without it, and its push of that round "
+          "would be refused",
+          context_.rank, context_.plan.job(), *imported, round_, *imported));
+    }
+    return absl::OkStatus();
+  }
+
   // Tensor t in buffer t, from its start.
   std::vector<TensorPlace> FlatPerTensor() const {
     std::vector<TensorPlace> places;

@@ -378,15 +378,57 @@ TEST_F(ElasticJob, APsAsyncWorkerKilledAndRestartedRejoinsAndTheJobEndsWithFour)
   PrintRejoin("ps_async", "back-async", json);
 }
 
-// ps_sync: worker 1 killed a third in and restarted takes its slot back, pulls the parameters
-// from the shard, and its pushes count in the shard's rounds again: the job ends with four.
+// ps_sync: worker 1 killed a third in and restarted takes its slot back with a live worker's
+// iteration, round and data position (handed over on a communicator of two at the source's
+// next iteration boundary, as in ps_ec), pulls that round's parameters from the shard, and is
+// announced to the shard with the source's pushes of that round: its iteration and its round
+// agree (a joiner that picked its round on its own could be one ahead, and its last push would
+// be of a round nobody else pushes), and the job ends with four identical models (every worker
+// pulls the shard's parameters).
 TEST_F(ElasticJob, APsSyncWorkerKilledAndRestartedRejoinsAndTheJobEndsWithFour) {
   const std::string json = KillAndRestart("back-sync", "ps_sync");
   const std::string joined = ReadFile(Log("back-sync-w1-restarted"));
-  EXPECT_NE(joined.find("pulls the parameters from the shards"), std::string::npos) << joined;
+  std::smatch took;
+  ASSERT_TRUE(std::regex_search(
+      joined, took,
+      std::regex("joined job 'back-sync' at iteration ([0-9]+) \\(round ([0-9]+)\\) with 4 "
+                 "workers: took ([0-9]+) bytes of state \\([^)]*\\) from worker ([0-9]+) in "
+                 "([0-9.]+) s")))
+      << joined;
+  EXPECT_GE(std::atoll(took[1].str().c_str()), 78) << "past the kill, where the live workers are";
+  EXPECT_EQ(took[2].str(), took[1].str()) << "one round per iteration from 0: they agree";
+  EXPECT_EQ(took[4].str(), "0") << "the lowest live rank is the source";
+  EXPECT_NE(joined.find("its executor pulls that round's parameters from the shards"),
+            std::string::npos)
+      << joined;
+  // The executor it built pulled the round it was handed: its round is its iteration.
+  const std::regex built("iteration ([0-9]+): ps_sync: [0-9]+ shards, round ([0-9]+)");
+  int described = 0;
+  for (auto it = std::sregex_iterator(joined.begin(), joined.end(), built);
+       it != std::sregex_iterator(); ++it, ++described) {
+    EXPECT_EQ((*it)[2].str(), (*it)[1].str()) << it->str() << "\n" << joined;
+  }
+  EXPECT_GE(described, 1) << joined;
+  const std::string source = ReadFile(Log("back-sync-w0"));
+  EXPECT_NE(source.find("to worker 1, back in its slot"), std::string::npos) << source;
+  // The shard counted it from the source's announcement or its own first push of the open
+  // round (which reaches a key first is a race either wins), never dropped a push of it.
+  const std::string shard = ReadFile(Log("back-sync-shard"));
+  EXPECT_TRUE(
+      std::regex_search(shard, std::regex("worker 1 is back in job 'back-sync': key \\([^)]*\\) "
+                                          "counts it from round [0-9]+ on \\((its own "
+                                          "first push|announced by worker 0)")))
+      << shard;
+  const auto digests = JsonStrings(json, "paramsDigest");
+  ASSERT_GE(digests.size(), 4u) << json;
+  for (const auto& d : digests) EXPECT_EQ(d, digests[0]) << json;
   const std::string back = Status("back-sync");
   EXPECT_GT(Accuracy(back), 0.6) << back;
-  std::printf("ps_sync: test accuracy with a worker killed and rejoined %.4f\n", Accuracy(back));
+  std::printf(
+      "ps_sync: test accuracy with a worker killed and rejoined %.4f; the joiner took %s bytes "
+      "from worker %s in %s s at iteration %s (round %s)\n",
+      Accuracy(back), took[3].str().c_str(), took[4].str().c_str(), took[5].str().c_str(),
+      took[1].str().c_str(), took[2].str().c_str());
   PrintRejoin("ps_sync", "back-sync", json);
 }
 
@@ -402,7 +444,7 @@ TEST_F(ElasticJob, APsEcWorkerKilledAndRestartedRejoinsAndTheJobEndsWithFour) {
   ASSERT_TRUE(std::regex_search(
       joined, took,
       std::regex("joined job 'back-ec' at iteration ([0-9]+) \\(round ([0-9]+)\\) with 4 workers: "
-                 "took ([0-9]+) bytes of state \\(parameters, optimizer state\\) from worker "
+                 "took ([0-9]+) bytes of state \\([^)]*\\) from worker "
                  "([0-9]+) in ([0-9.]+) s")))
       << joined;
   EXPECT_GE(std::atoll(took[1].str().c_str()), 78) << "past the kill, where the live workers are";
@@ -486,12 +528,21 @@ TEST_P(HerdLocalRestart, HerdLocalRestartsAKilledWorkerWhichRejoins) {
   const std::string restarted = ReadFile(state + "/logs/worker-1-restart-1.log");
   EXPECT_NE(restarted.find("joined job '" + job + "' at iteration"), std::string::npos)
       << restarted;
+  if (mode == "ps_sync" || mode == "ps_ec") {
+    // Its source handed it its iteration and round together (one round per iteration from 0).
+    std::smatch at;
+    ASSERT_TRUE(
+        std::regex_search(restarted, at, std::regex("at iteration ([0-9]+) \\(round ([0-9]+)\\)")))
+        << restarted;
+    EXPECT_EQ(at[2].str(), at[1].str()) << restarted;
+  }
   EXPECT_NE(ReadFile(state + "/logs/scheduler.log").find("COMPLETED"), std::string::npos)
       << ReadFile(state + "/logs/scheduler.log");
 }
 
-// ps_async and ps_sync take the restarted worker back in its slot (it pulls the model from the
-// shard); ps_ec too (a live worker hands it the model).
+// ps_async takes the restarted worker back in its slot (it pulls the model from the shard);
+// ps_sync and ps_ec too (a live worker hands it its iteration, round and data position, and in
+// ps_ec the model).
 INSTANTIATE_TEST_SUITE_P(Modes, HerdLocalRestart,
                          ::testing::Values("allreduce", "ps_async", "ps_sync", "ps_ec"));
 

@@ -248,32 +248,53 @@ TEST(SyncEngineTest, ElasticRoundKeepsAPushTheDeadWorkerMadeBeforeItDied) {
   EXPECT_EQ(PullNow(*e, kA, 1), (std::vector<float>{0.5, 2, 2.5, 3}));
 }
 
-// A worker back in its slot (restarted into the elastic job): the round the live workers
-// completed without it takes nothing from it, the key's next rounds wait for it again.
-TEST(SyncEngineTest, ElasticReturnedWorkerDropsTheRoundCompletedWithoutItThenCounts) {
+// A worker back in its slot (restarted into the elastic job) counts in a key's rounds only
+// from the round a live worker (its source, which handed it its iteration and round) announces
+// it in: the rounds before complete without it, its push of one of them is refused (its round
+// and its iteration would disagree), and the announced round and every later one wait for it.
+TEST(SyncEngineTest, ElasticReturnedWorkerIsNotCountedBeforeItsAnnouncementThenItsRoundsWait) {
   auto config = testing::SmallJob(Mode::kSync, 3);
   config.elastic = true;
   auto e = Initialised(config);
-  e->SetLiveWorkers({0, 1});  // worker 2 died
+  e->SetLiveWorkers({0, 1});     // worker 2 died
+  e->SetLiveWorkers({0, 1, 2});  // and is back: the plans name it live again
+  // Round 0 completes with the two others: nobody announced worker 2 yet.
   ASSERT_TRUE(PushOf(*e, 0, kA, 0, {2, 2, 2, 2}).ok());
   ASSERT_TRUE(PushOf(*e, 1, kA, 0, {0, 0, 0, 0}).ok());
-  EXPECT_EQ(PullNow(*e, kA, 1), (std::vector<float>{0.5, 1.5, 2.5, 3.5}));
-  e->SetLiveWorkers({0, 1, 2});  // back; it computed its first gradient on round 0's parameters
-  ASSERT_TRUE(PushOf(*e, 2, kA, 0, {100, 100, 100, 100}).ok());
-  EXPECT_EQ(PullNow(*e, kA, 1), (std::vector<float>{0.5, 1.5, 2.5, 3.5}));
-  // Only its first push is dropped: pushing a completed round again is refused.
-  EXPECT_EQ(PushOf(*e, 2, kA, 0, {1, 1, 1, 1}).code(), absl::StatusCode::kFailedPrecondition);
-  // Round 1 waits for all three.
-  ASSERT_TRUE(PushOf(*e, 0, kA, 1, {3, 3, 3, 3}).ok());
+  int64_t version = -1;
+  EXPECT_EQ(PullNow(*e, kA, 1, &version), (std::vector<float>{0.5, 1.5, 2.5, 3.5}));
+  EXPECT_EQ(version, 1);
+  // Its push of the round that completed without it is refused and changes nothing.
+  const absl::Status late = PushOf(*e, 2, kA, 0, {100, 100, 100, 100});
+  EXPECT_EQ(late.code(), absl::StatusCode::kFailedPrecondition) << late;
+  EXPECT_NE(late.message().find("worker 2 is back in job 'j' but key"), std::string::npos) << late;
+  EXPECT_NE(late.message().find("completed round 0 without it"), std::string::npos) << late;
+  EXPECT_EQ(PullNow(*e, kA, 1, &version), (std::vector<float>{0.5, 1.5, 2.5, 3.5}));
+  EXPECT_EQ(version, 1);
+  // Worker 0 (its source) announces it in round 1: that round waits for it.
   ASSERT_TRUE(PushOf(*e, 1, kA, 1, {0, 0, 0, 0}).ok());
-  EXPECT_EQ(e->Pull("j", 0, kA, 2, Soon()).status().code(), absl::StatusCode::kDeadlineExceeded);
+  const std::string announcing = Bytes({3, 3, 3, 3});
+  ASSERT_TRUE(e->Push(PushArgs{"j", 0, kA, 1, announcing, "fp32", 0, {2}}, Later()).ok());
+  EXPECT_EQ(e->Pull("j", 0, kA, 2, Soon()).status().code(), absl::StatusCode::kDeadlineExceeded)
+      << "round 1 waits for the announced worker";
   ASSERT_TRUE(PushOf(*e, 2, kA, 1, {0, 0, 0, 3}).ok());
   // mean {1, 1, 1, 2}, lr 0.5
   EXPECT_EQ(PullNow(*e, kA, 2), (std::vector<float>{0, 1, 2, 2.5}));
+  // And every round after it.
+  ASSERT_TRUE(PushOf(*e, 0, kA, 2, {0, 0, 0, 0}).ok());
+  ASSERT_TRUE(PushOf(*e, 1, kA, 2, {0, 0, 0, 0}).ok());
+  EXPECT_EQ(e->Pull("j", 0, kA, 3, Soon()).status().code(), absl::StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(PushOf(*e, 2, kA, 2, {0, 0, 0, 0}).ok());
+  EXPECT_TRUE(e->Pull("j", 0, kA, 3, Soon()).ok());
+  // The other key heard no announcement: its rounds still complete without worker 2.
+  ASSERT_TRUE(PushOf(*e, 0, kB, 0, {0, 0, 0}).ok());
+  ASSERT_TRUE(PushOf(*e, 1, kB, 0, {0, 0, 0}).ok());
+  EXPECT_TRUE(e->Pull("j", 0, kB, 1, Soon()).ok());
 }
 
-// A returned worker whose first push is the key's open round takes part in it.
-TEST(SyncEngineTest, ElasticReturnedWorkerJoinsTheOpenRound) {
+// A returned worker whose first push is the key's open round (before its source's
+// announcement) takes part in it, and the key counts it from then on.
+TEST(SyncEngineTest, ElasticReturnedWorkersFirstPushOfTheOpenRoundCountsInIt) {
   auto config = testing::SmallJob(Mode::kSync, 3);
   config.elastic = true;
   auto e = Initialised(config);
@@ -284,6 +305,12 @@ TEST(SyncEngineTest, ElasticReturnedWorkerJoinsTheOpenRound) {
   EXPECT_EQ(e->Pull("j", 0, kA, 1, Soon()).status().code(), absl::StatusCode::kDeadlineExceeded);
   ASSERT_TRUE(PushOf(*e, 1, kA, 0, {0, 0, 0, 0}).ok());
   EXPECT_EQ(PullNow(*e, kA, 1), (std::vector<float>{0.5, 1.5, 2.5, 3}));
+  // Round 1 waits for it without an announcement.
+  ASSERT_TRUE(PushOf(*e, 0, kA, 1, {0, 0, 0, 0}).ok());
+  ASSERT_TRUE(PushOf(*e, 1, kA, 1, {0, 0, 0, 0}).ok());
+  EXPECT_EQ(e->Pull("j", 0, kA, 2, Soon()).status().code(), absl::StatusCode::kDeadlineExceeded);
+  ASSERT_TRUE(PushOf(*e, 2, kA, 1, {0, 0, 0, 0}).ok());
+  EXPECT_TRUE(e->Pull("j", 0, kA, 2, Soon()).ok());
 }
 
 // A restarted worker may push before the shard's watch heard the plan naming it live again:
