@@ -284,15 +284,24 @@ absl::Status Session::OpenResume(const herd::v1::JobStatus& job) {
   const auto& from = job.resumed();
   HERD_ASSIGN_OR_RETURN(resume_, checkpoint::OpenCheckpoint(checkpoint::PosixEnv(), from.path()));
   start_iteration_ = from.iteration();
-  // The data position is global (the same on every worker of the run that saved it).
-  const std::string first = checkpoint::WorkerProcess(0);
-  if (resume_->Value(first, "data/epoch").has_value()) {
-    HERD_ASSIGN_OR_RETURN(start_position_.epoch, IntValue(*resume_, first, "data/epoch"));
-    HERD_ASSIGN_OR_RETURN(start_position_.offset, IntValue(*resume_, first, "data/offset"));
+  // The data position is global (the same on every worker of the run that saved it), read from
+  // the lowest worker that saved a file: a checkpoint taken while an elastic job ran without a
+  // worker has no file of that worker's slot, worker 0's included.
+  std::optional<std::string> first;
+  for (int r = 0; r < resume_->workers() && !first; ++r) {
+    if (resume_->Value(checkpoint::WorkerProcess(r), "data/epoch").has_value()) {
+      first = checkpoint::WorkerProcess(r);
+    }
+  }
+  if (first) {
+    HERD_ASSIGN_OR_RETURN(start_position_.epoch, IntValue(*resume_, *first, "data/epoch"));
+    HERD_ASSIGN_OR_RETURN(start_position_.offset, IntValue(*resume_, *first, "data/offset"));
   }
   position_ = start_position_;
-  // Each worker's own program values (at another worker count, rank 0's for the new ranks).
-  const std::string mine = checkpoint::WorkerProcess(rank_ < resume_->workers() ? rank_ : 0);
+  // Each worker's own program values (at another worker count, or where its slot saved no
+  // file, those of the lowest worker that did).
+  std::string mine = checkpoint::WorkerProcess(rank_ < resume_->workers() ? rank_ : 0);
+  if (first && !resume_->Value(mine, "data/epoch").has_value()) mine = *first;
   for (const auto& file : resume_->manifest().files()) {
     if (file.process() != mine) continue;
     for (const auto& [key, value] : file.values()) {

@@ -335,6 +335,53 @@ TEST_F(ElasticJob, ACheckpointOfAGrownJobResumesWithThree) {
               shown.out.c_str(), Accuracy(status));
 }
 
+// A checkpoint taken while the job runs without worker 0 (killed, not restarted) holds no file
+// of its slot; a job resumed from it with four workers starts at the checkpoint's data
+// position (the lowest worker that saved a file has it), not at the start of the epoch, and
+// runs only the iterations left.
+TEST_F(ElasticJob, ACheckpointTakenWithoutWorkerZeroResumesAtItsDataPosition) {
+  sched_.Start(dir_ + "/scheduler", 0, {"--heartbeat-timeout", "3s"});
+  const std::string ckpt = dir_ + "/shrunk-ckpt";
+  Submit("shrunk", 4, 30000, "{min_workers: 2, max_failures: 1}", "decentralized");
+  std::vector<pid_t> w;
+  for (int i = 0; i < 4; ++i) w.push_back(Worker("shrunk", i));
+  WaitForIteration("shrunk", 60);
+  ::kill(w[0], SIGKILL);
+  // Once the three went on without it, a checkpoint.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (JsonNumbers(Json("shrunk"), "resumedUnixMs").empty() &&
+         std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  auto asked = RunHerd({"job", "checkpoint", "shrunk", "--dir", ckpt, "--wait", "--wait-timeout",
+                        "60", "--scheduler", sched_.address()});
+  ASSERT_EQ(asked.rc, 0) << asked.out << Status("shrunk");
+  for (int i = 1; i < 4; ++i) {
+    EXPECT_EQ(ExitCode(w[i], 240), 0) << ReadFile(Log("shrunk-w" + std::to_string(i)));
+  }
+  std::smatch cut;
+  ASSERT_TRUE(std::regex_search(asked.out, cut, std::regex("at iteration ([0-9]+)"))) << asked.out;
+  const long long at = std::stoll(cut[1]);
+
+  Submit("resumed", 4, 30000, "{min_workers: 2}\nresume_from: " + ckpt, "decentralized");
+  std::vector<pid_t> r;
+  for (int i = 0; i < 4; ++i) r.push_back(Worker("resumed", i));
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(ExitCode(r[i], 240), 0) << ReadFile(Log("resumed-w" + std::to_string(i)));
+  }
+  // One epoch of 30000 samples at a global batch of 4 x 32: iterations 0..233; the data
+  // position of iteration `at` is `at` global batches in.
+  const std::string position = "at iteration " + std::to_string(at) + " (data epoch 0, offset " +
+                               std::to_string(at * 128) + ")";
+  for (int i = 0; i < 4; ++i) {
+    const std::string log = ReadFile(Log("resumed-w" + std::to_string(i)));
+    EXPECT_NE(log.find(position), std::string::npos) << position << "\n" << log;
+  }
+  const std::string status = Status("resumed");
+  EXPECT_NE(status.find("completed iteration 233"), std::string::npos) << status;
+  EXPECT_GT(Accuracy(status), 0.6) << status;
+}
+
 // A job killed and restarted a third in against the same job undisturbed: within 2 points.
 TEST_F(ElasticJob, AJobWhoseWorkerRejoinedEndsNearTheUndisturbedAccuracy) {
   const std::string json = KillAndRestart("back", "allreduce");
