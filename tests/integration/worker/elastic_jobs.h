@@ -208,6 +208,38 @@ class ElasticJob : public ::testing::Test {
     EXPECT_LT(ready, registered) << joined;
     return Json(job);
   }
+  // A ps_sync or ps_ec job `job` whose worker 1 was killed and restarted (KillAndRestart): the
+  // joiner took its state from worker 0, the lowest live rank, past the kill; worker 0 logged the
+  // handover; the shard counted the joiner from the source's announcement or its own first push
+  // of the open round (which reaches a key first is a race either wins), never dropped a push of
+  // it; the four final models are one. Returns the joiner's line: iteration, round, bytes,
+  // source, seconds.
+  std::smatch ExpectHandedBackByWorkerZero(const std::string& job, const std::string& json,
+                                           std::string* joined) {
+    *joined = ReadFile(Log(job + "-w1-restarted"));
+    std::smatch took;
+    EXPECT_TRUE(std::regex_search(
+        *joined, took,
+        std::regex("joined job '" + job +
+                   "' at iteration ([0-9]+) \\(round ([0-9]+)\\) with 4 workers: took ([0-9]+) "
+                   "bytes of state \\([^)]*\\) from worker ([0-9]+) in ([0-9.]+) s")))
+        << *joined;
+    if (took.empty()) return took;
+    EXPECT_GE(std::atoll(took[1].str().c_str()), 78) << "past the kill, where the live workers are";
+    EXPECT_EQ(took[4].str(), "0") << "the lowest live rank is the source";
+    const std::string source = ReadFile(Log(job + "-w0"));
+    EXPECT_NE(source.find("to worker 1, back in its slot"), std::string::npos) << source;
+    const std::string shard = ReadFile(Log(job + "-shard"));
+    EXPECT_TRUE(std::regex_search(
+        shard, std::regex("worker 1 is back in job '" + job +
+                          "': key \\([^)]*\\) counts it from round [0-9]+ on \\((its own first "
+                          "push|announced by worker 0)")))
+        << shard;
+    const auto digests = JsonStrings(json, "paramsDigest");
+    EXPECT_GE(digests.size(), 4u) << json;
+    for (const auto& d : digests) EXPECT_EQ(d, digests.front()) << json;
+    return took;
+  }
   // The figures of a KillAndRestart job (its last event, the join) for docs/BENCHMARKS.md
   // ("Elastic membership").
   void PrintRejoin(const std::string& mode, const std::string& job, const std::string& json) {
