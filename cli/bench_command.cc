@@ -14,6 +14,7 @@
 #include "algorithms/collectives/decision_table.h"
 #include "bench/checkpoint/checkpoint_bench.h"
 #include "bench/collectives_driver.h"
+#include "bench/control_plane/control_plane_bench.h"
 #include "bench/ps/ps_bench.h"
 #include "bench/rank.h"
 #include "bench/sizes.h"
@@ -122,6 +123,39 @@ class BenchCommand : public Command {
         ->capture_default_str();
     checkpoint_->add_flag("--json", ckpt_options_.json, "One JSON object per size");
 
+    control_ = app.add_subcommand(
+        "control-plane",
+        "The scheduler's cost as a job grows: a real `herd scheduler` process against N "
+        "simulated workers speaking its protocol (one Follow stream each) beside the "
+        "per-iteration protocol it replaced (GetPlan + ReportIteration); one row (or JSON line) "
+        "per protocol and worker count (bench/control_plane/sim.h)");
+    control_->add_option("--workers", cp_workers_, "Comma-separated worker counts")
+        ->capture_default_str();
+    control_->add_option("--protocols", cp_protocols_, "Comma-separated: follow, legacy")
+        ->capture_default_str();
+    control_->add_option("--iterations", cp_options_.iterations, "Measured iterations")
+        ->check(CLI::Range(1, 100000))
+        ->capture_default_str();
+    control_->add_option("--rate", cp_options_.rate, "Iterations per second the job runs at")
+        ->check(CLI::Range(0.1, 10000.0))
+        ->capture_default_str();
+    control_->add_option("--ucx-address-bytes", cp_options_.ucx_address_bytes,
+                         "Bytes of the UCX address each worker registers")
+        ->check(CLI::Range(0, 16384))
+        ->capture_default_str();
+    control_->add_option("--heartbeat-timeout-ms", cp_timeout_ms_,
+                         "The scheduler's heartbeat timeout (membership_change_s is net of it)")
+        ->check(CLI::Range(100, 600000))
+        ->capture_default_str();
+    control_->add_option("--scheduler-binary", cp_options_.scheduler_binary,
+                         "The herd executable that runs the scheduler (default: this one)");
+    control_->add_option("--legacy-scheduler-binary", cp_options_.legacy_scheduler_binary,
+                         "The herd executable whose scheduler the legacy protocol runs against "
+                         "(e.g. a build of the release before the Follow stream)");
+    control_->add_flag("--no-changes", cp_no_changes_,
+                       "Skip the mode switch and the membership change");
+    control_->add_flag("--json", cp_options_.json, "One JSON object per protocol and count");
+
     // Hidden (empty group): started by `collectives` only, with the same sweep flags.
     rank_ = app.add_subcommand("collectives-rank", "one rank of herd bench collectives");
     rank_->group("");
@@ -136,10 +170,31 @@ class BenchCommand : public Command {
     if (rank_->parsed()) return RunRank();
     if (ps_->parsed()) return RunPs();
     if (checkpoint_->parsed()) return RunCheckpoint();
+    if (control_->parsed()) return RunControlPlane();
     return RunCollectives();
   }
 
  private:
+  int RunControlPlane() {
+    cp_options_.workers.clear();
+    for (const auto& n : std::vector<std::string>(absl::StrSplit(cp_workers_, ',', absl::SkipEmpty()))) {
+      int v = 0;
+      if (!absl::SimpleAtoi(n, &v) || v < 1 || v > 16384) {
+        return UsageError(*control_, "--workers: '" + n + "' is not a count in 1..16384");
+      }
+      cp_options_.workers.push_back(v);
+    }
+    cp_options_.protocols = absl::StrSplit(cp_protocols_, ',', absl::SkipEmpty());
+    cp_options_.heartbeat_timeout = std::chrono::milliseconds(cp_timeout_ms_);
+    cp_options_.changes = !cp_no_changes_;
+    auto st = bench::control_plane::RunControlPlaneBench(cp_options_);
+    if (!st.ok()) {
+      std::fprintf(stderr, "herd bench control-plane: %s\n", std::string(st.message()).c_str());
+      return kExitFailure;
+    }
+    return kExitOk;
+  }
+
   int RunCheckpoint() {
     auto sizes = bench::ParseByteSizeList(ckpt_sizes_);
     if (!sizes.ok()) return UsageError(*checkpoint_, std::string(sizes.status().message()));
@@ -264,6 +319,13 @@ class BenchCommand : public Command {
   std::string ps_workers_ = "1,2,4";
   std::string ps_sizes_ = "4MiB,16MiB,64MiB,256MiB";
   std::string ps_chunk_ = "4MiB";
+
+  CLI::App* control_ = nullptr;
+  bench::control_plane::BenchOptions cp_options_;
+  std::string cp_workers_ = "64,256,1024";
+  std::string cp_protocols_ = "follow,legacy";
+  int64_t cp_timeout_ms_ = 10000;
+  bool cp_no_changes_ = false;
 
   CLI::App* checkpoint_ = nullptr;
   bench::CheckpointBenchOptions ckpt_options_;

@@ -73,15 +73,15 @@ std::string PlanJson(const Plan& p) {
         absl::StrFormat(R"({"tensor":%d,"chunk":%d,"offset":%d,"count":%d,"server":%d})",
                         s.tensor(), s.chunk(), s.offset(), s.count(), s.server()));
   }
-  for (const auto& w : p.workers()) {
-    workers.push_back(absl::StrFormat(R"({"rank":%d,"name":%s,"address":%s,"alive":%s})", w.rank(),
-                                      Quote(w.name()), Quote(w.address()),
-                                      w.alive() ? "true" : "false"));
+  // The live slots held by a process that joined the running job (the rest hold their first).
+  for (const auto& w : p.incarnations()) {
+    workers.push_back(absl::StrFormat(R"({"rank":%d,"joined_epoch":%d})", w.rank(), w.epoch()));
   }
   return absl::StrFormat(
       R"({"job":%s,"epoch":%d,"epoch_start_iteration":%d,"iteration":%d,"mode":%s,)"
       R"("topology":%s,"seed":%d,"world_size":%d,"ranks":%s,"ring":%s,"peers":[%s],)"
-      R"("teams":[%s],"shards":[%s],"workers":[%s],"next_switch_iteration":%d,"next_mode":%s})",
+      R"("teams":[%s],"shards":[%s],"incarnations":[%s],"next_switch_iteration":%d,)"
+      R"("next_mode":%s})",
       Quote(p.job()), p.epoch(), p.epoch_start_iteration(), p.iteration(), Quote(p.mode().mode()),
       Quote(p.mode().topology()), p.seed(), p.world_size(), IntList(p.ranks()), IntList(p.ring()),
       absl::StrJoin(peers, ","), absl::StrJoin(teams, ","), absl::StrJoin(shards, ","),

@@ -31,6 +31,12 @@ class SchedulerCommand : public Command {
     app.add_option("--heartbeat-timeout", heartbeat_timeout_,
                    "A node silent for this long is declared dead (e.g. 10s, 500ms)")
         ->capture_default_str();
+    app.add_option("--horizon-ahead", horizon_ahead_,
+                   "How far ahead of a job's progress its plans are held, in time at the job's "
+                   "iteration rate (docs/scheduler.md, \"Horizon\"): a mode switch or a "
+                   "checkpoint takes effect at most this much later; workers run on this long "
+                   "while the scheduler is away")
+        ->capture_default_str();
     app.add_option("--tls-cert", server_.tls_cert_file, "PEM certificate: serve with TLS");
     app.add_option("--tls-key", server_.tls_key_file, "PEM private key of --tls-cert");
     app.add_option("--token-file", token_file_,
@@ -55,6 +61,14 @@ class SchedulerCommand : public Command {
                    "herd scheduler: --heartbeat-timeout '%s' is not a duration >= 1ms "
                    "(write e.g. 10s or 500ms)\n",
                    heartbeat_timeout_.c_str());
+      return kExitUsage;
+    }
+    if (!absl::ParseDuration(horizon_ahead_, &horizon_ahead_parsed_) ||
+        horizon_ahead_parsed_ < absl::Milliseconds(1) || horizon_ahead_parsed_ > absl::Hours(1)) {
+      std::fprintf(stderr,
+                   "herd scheduler: --horizon-ahead '%s' is not a duration in 1ms..1h (write e.g. "
+                   "1s or 500ms)\n",
+                   horizon_ahead_.c_str());
       return kExitUsage;
     }
     if (server_.tls_cert_file.empty() != server_.tls_key_file.empty()) {
@@ -88,6 +102,7 @@ class SchedulerCommand : public Command {
     scheduler::SchedulerOptions options;
     options.state_dir = state_dir_;
     options.heartbeat_timeout = absl::ToChronoMilliseconds(heartbeat_timeout_parsed_);
+    options.horizon_ahead = absl::ToChronoMilliseconds(horizon_ahead_parsed_);
     options.accept_data_loss = accept_data_loss_;
     auto core = scheduler::SchedulerCore::Open(std::move(options));
     if (!core.ok()) return Fail(core.status());
@@ -122,6 +137,8 @@ class SchedulerCommand : public Command {
   bool accept_data_loss_ = false;
   std::string heartbeat_timeout_ = "10s";
   absl::Duration heartbeat_timeout_parsed_;
+  std::string horizon_ahead_ = "1s";
+  absl::Duration horizon_ahead_parsed_;
   std::string token_file_;
   std::string port_file_;
   std::string metrics_listen_;

@@ -67,6 +67,7 @@ class ChildProcesses {
   bool running(size_t index) const { return !children_[index].status.has_value(); }
   std::optional<int> status(size_t index) const { return children_[index].status; }
   const std::string& name(size_t index) const { return children_[index].name; }
+  pid_t pid(size_t index) const { return children_[index].pid; }
   size_t size() const { return children_.size(); }
   std::vector<std::string> Names() const;  // of every child started, in start order
 

@@ -56,7 +56,26 @@ SchedulerMetrics::SchedulerMetrics()
                       .Name("herd_scheduler_heartbeat_timeouts_total")
                       .Help("Processes declared dead because their heartbeats stopped")
                       .Register(Registry())
-                      .Add({})) {}
+                      .Add({})),
+      rpcs_(BuildCounter()
+                .Name("herd_scheduler_rpcs_total")
+                .Help("Calls the scheduler answered, by method (Follow: messages up its streams)")
+                .Register(Registry())),
+      follow_streams_(Gauge("herd_scheduler_connected_processes",
+                            "Processes following their job now (open Follow streams)")
+                          .Add({})),
+      follow_events_(BuildCounter()
+                         .Name("herd_scheduler_follow_events_total")
+                         .Help("Events sent down Follow streams (views, horizons, answers)")
+                         .Register(Registry())
+                         .Add({})) {}
+
+prometheus::Counter& SchedulerMetrics::Rpc(const std::string& method) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& series = rpc_now_[method];
+  if (series == nullptr) series = &rpcs_.Add({{"method", method}});
+  return *series;
+}
 
 void SchedulerMetrics::OneHot(prometheus::Family<prometheus::Gauge>& family,
                               std::map<std::string, std::string>& now, const std::string& job,

@@ -42,6 +42,13 @@ class SchedulerMetrics {
 
   prometheus::Counter& heartbeats() { return heartbeats_; }
   prometheus::Counter& nodes_lost() { return nodes_lost_; }
+  // The calls the scheduler answered, by method (a Follow stream counts each message up), so
+  // an operator sees where its load comes from.
+  prometheus::Counter& Rpc(const std::string& method);
+  // Open Follow streams: the processes connected now.
+  prometheus::Gauge& follow_streams() { return follow_streams_; }
+  // Events sent down Follow streams (views, horizons, completions, notices).
+  prometheus::Counter& follow_events() { return follow_events_; }
 
  private:
   SchedulerMetrics();
@@ -64,6 +71,10 @@ class SchedulerMetrics {
   prometheus::Family<prometheus::Gauge>& checkpoint_bytes_;
   prometheus::Counter& heartbeats_;
   prometheus::Counter& nodes_lost_;
+  prometheus::Family<prometheus::Counter>& rpcs_;
+  prometheus::Gauge& follow_streams_;
+  prometheus::Counter& follow_events_;
+  std::map<std::string, prometheus::Counter*> rpc_now_;  // guarded by mu_: method -> series
   std::map<std::string, std::string> state_now_;  // guarded by mu_: job -> its state label
   std::map<std::string, std::string> mode_now_;   // guarded by mu_: job -> its mode label
 };

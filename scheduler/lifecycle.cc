@@ -196,7 +196,7 @@ absl::StatusOr<JobStatus> SchedulerCore::DeclareModel(const herd::v1::DeclareMod
   }
   HERD_RETURN_IF_ERROR(CheckJobStatusSize(next, absl::StrFormat("the model %s declared", who)));
   HERD_RETURN_IF_ERROR(Commit(*job, std::move(next), next_node_id_, /*sync=*/true));
-  return job->status;
+  return req.brief() ? Brief(job->status) : job->status;
 }
 
 absl::StatusOr<JobStatus> SchedulerCore::FinishWorker(const herd::v1::FinishWorkerRequest& req) {
@@ -229,7 +229,7 @@ absl::StatusOr<JobStatus> SchedulerCore::FinishWorker(const herd::v1::FinishWork
       CheckJobStatusSize(next, absl::StrFormat("the result of %s", DescribeMember(ref.role, *me))));
   if (!done) {
     HERD_RETURN_IF_ERROR(Commit(*job, std::move(next), next_node_id_, /*sync=*/true));
-    return job->status;
+    return req.brief() ? Brief(job->status) : job->status;
   }
   // The job's result is rank 0's (the rank that evaluates), or the first finished worker's.
   int from = next.workers(0).finished() ? 0 : -1;
@@ -244,7 +244,7 @@ absl::StatusOr<JobStatus> SchedulerCore::FinishWorker(const herd::v1::FinishWork
              req.job(), next.result().iterations(), next.result().final_loss(),
              next.result().test_accuracy());
   HERD_RETURN_IF_ERROR(CommitEnding(*job, std::move(next)));
-  return job->status;
+  return req.brief() ? Brief(job->status) : job->status;
 }
 
 absl::StatusOr<JobStatus> SchedulerCore::FailJob(const herd::v1::FailJobRequest& req) {

@@ -101,6 +101,15 @@ inline constexpr double kMaxWeightDecay = 1e6;
 inline constexpr int kMaxMetrics = 64;
 inline constexpr size_t kMaxMetricNameBytes = 128;
 
+// --- Following a job -------------------------------------------------------------------------
+
+// Iterations one Follow message reports (rank 0 sends those since its last message, about a
+// quarter second's worth): a slow reader of a fast job sends several messages instead.
+inline constexpr int kMaxReportsPerMessage = 1024;
+// How far ahead of the job's progress a worker may ask about an iteration (a horizon, a plan):
+// beyond any real lookahead, so an iteration of 2^62 cannot move the job's horizon there.
+inline constexpr int64_t kMaxIterationsAhead = int64_t{1} << 20;
+
 // --- Bootstrap store ----------------------------------------------------------------------------
 
 // One value: a UCX address or an NCCL unique id is at most a few KiB; 1 MiB is generous.

@@ -178,7 +178,7 @@ absl::StatusOr<herd::v1::RegisterNodeResponse> SchedulerCore::RegisterNode(
   const bool joins =
       worker && IsElastic(job->status.spec()) && job->status.state() == herd::v1::JOB_RUNNING;
   if (joins) {
-    const auto& mode = ModeAt(job->status, job->status.completed_iteration() + 1);
+    const auto& mode = ModeAt(job->status, job->status.issued_iteration() + 1);
     if (std::string refused = JoinRefusal(job->status, mode, req.name()); !refused.empty()) {
       return absl::FailedPreconditionError(refused);
     }
@@ -216,7 +216,11 @@ absl::StatusOr<herd::v1::RegisterNodeResponse> SchedulerCore::RegisterNode(
   m->set_host(req.host());
   m->set_alive(true);
   const std::string why = reason;
-  AdvanceEpoch(next, std::move(reason));
+  // A worker that joins the running job begins after every iteration the others may have begun
+  // (the horizon): they hand it their state at that boundary and run nothing again.
+  AdvanceEpoch(next, std::move(reason),
+               joins ? EpochStart::kAfterHorizon : EpochStart::kAfterProgress);
+  m->set_joined_epoch(joins ? next.epoch() : 0);
   if (joins) NoteWorkerJoin(next, why, slot, NowUnixMs());
   HERD_RETURN_IF_ERROR(
       CheckJobStatusSize(next, absl::StrFormat("registering %s '%s'", role, req.name())));
@@ -302,81 +306,126 @@ void SchedulerCore::DetectFailures() {
   // (Writable() retries the disk at most once a second, and logs the failure once).
   if (!db_->Writable().ok()) return;
   const auto now = Clock::now();
-  for (auto& [name, job] : jobs_) {
-    if (IsTerminal(job.status.state())) continue;
-    herd::v1::JobStatus next = job.status;
-    std::vector<std::string> dead;
-    int dead_workers = 0;
-    auto sweep = [&](auto* slots, const std::vector<Clock::time_point>& seen, herd::v1::Role role) {
-      for (int i = 0; i < slots->size(); ++i) {
-        herd::v1::Member* m = slots->Mutable(i);
-        const auto silent = now - seen[static_cast<size_t>(i)];
-        // A worker that finished its iterations stops heartbeating on purpose.
-        if (!m->alive() || m->finished() || silent <= options_.heartbeat_timeout) continue;
-        m->set_alive(false);
-        metrics::SchedulerMetrics::Get().nodes_lost().Increment();
-        dead_workers += role == herd::v1::ROLE_WORKER;
-        dead.push_back(
-            absl::StrFormat("%s declared dead: no heartbeat for %d ms", DescribeMember(role, *m),
-                            std::chrono::duration_cast<std::chrono::milliseconds>(silent).count()));
-      }
-    };
-    sweep(next.mutable_workers(), job.worker_seen, herd::v1::ROLE_WORKER);
-    sweep(next.mutable_servers(), job.server_seen, herd::v1::ROLE_SERVER);
-    const bool running = next.state() == herd::v1::JOB_RUNNING;
-    if (dead.empty()) {
-      // An elastic job paused below min_workers fails once its pending_timeout has passed.
-      if (std::string expired = PauseExpired(next, NowUnixMs()); running && !expired.empty()) {
-        next.set_failed_process("the scheduler's failure detector");
-        next.set_failure_reason(std::move(expired));
-        EndJob(next, herd::v1::JOB_FAILED, "failed: " + next.failure_reason());
-        if (auto st = CommitEnding(job, std::move(next)); !st.ok()) {
-          Log().error("scheduler: {}", std::string(st.message()));
-        }
-      }
-      continue;
-    }
-    const std::string why = absl::StrJoin(dead, "; ");
-    const auto& mode = ModeAt(next, next.completed_iteration() + 1);
-    // An elastic job goes on with the live workers in a mode that shrinks (docs/elastic.md), as
-    // long as it has not lost more than max_failures.
-    const bool elastic = dead_workers > 0 && running && IsElastic(next.spec());
-    if (elastic && ModeShrinks(mode)) {
-      if (std::string fail = CountWorkerLoss(next, dead_workers, why); !fail.empty()) {
-        next.set_failed_process("the scheduler's failure detector");
-        next.set_failure_reason(std::move(fail));
-        EndJob(next, herd::v1::JOB_FAILED, "failed: " + next.failure_reason());
-        if (auto st = CommitEnding(job, std::move(next)); !st.ok()) {
-          Log().error("scheduler: {}", std::string(st.message()));
-        }
-        continue;
-      }
-      AdvanceEpoch(next, why);
-      NoteWorkerLoss(next, why, NowUnixMs());
-      if (auto st = Commit(job, std::move(next), next_node_id_, /*sync=*/true); !st.ok()) {
-        Log().error("scheduler: {}", std::string(st.message()));
-      }
-      continue;
-    }
-    // A running job whose mode needs every worker cannot go on without one: it fails, naming
-    // the worker, so every survivor stops within a heartbeat instead of waiting out its
-    // collective's deadline. (A shard that dies is expected back on its state directory.)
-    if (dead_workers > 0 && running && ModeNeedsEveryWorker(mode)) {
+  for (auto& [name, job] : jobs_) SweepJob(job, now);
+}
+
+void SchedulerCore::SweepJob(Job& job, Clock::time_point now) {
+  if (IsTerminal(job.status.state())) return;
+  auto silent_since = [&](const std::vector<Clock::time_point>& seen, int i) {
+    return now - seen[static_cast<size_t>(i)];
+  };
+  // A worker that finished its iterations stops heartbeating on purpose.
+  auto is_silent = [&](const herd::v1::Member& m, const std::vector<Clock::time_point>& seen,
+                       int i) {
+    return m.alive() && !m.finished() && silent_since(seen, i) > options_.heartbeat_timeout;
+  };
+  int silent_workers = 0, silent_servers = 0;
+  for (int i = 0; i < job.status.workers_size(); ++i) {
+    silent_workers += is_silent(job.status.workers(i), job.worker_seen, i);
+  }
+  for (int i = 0; i < job.status.servers_size(); ++i) {
+    silent_servers += is_silent(job.status.servers(i), job.server_seen, i);
+  }
+  const bool running = job.status.state() == herd::v1::JOB_RUNNING;
+  if (silent_workers == 0 && silent_servers == 0) {
+    job.gathering.notice = 0;  // a false alarm (it heartbeats again), or nothing going on
+    // An elastic job paused below min_workers fails once its pending_timeout has passed.
+    if (std::string expired = PauseExpired(job.status, NowUnixMs()); running && !expired.empty()) {
+      herd::v1::JobStatus next = job.status;
       next.set_failed_process("the scheduler's failure detector");
-      next.set_failure_reason(absl::StrFormat(
-          "%s; mode %s needs all %d workers%s", why, mode.mode(), next.workers_size(),
-          elastic ? " (it does not go on at P-1 in an elastic job yet)" : ""));
+      next.set_failure_reason(std::move(expired));
       EndJob(next, herd::v1::JOB_FAILED, "failed: " + next.failure_reason());
       if (auto st = CommitEnding(job, std::move(next)); !st.ok()) {
         Log().error("scheduler: {}", std::string(st.message()));
       }
-      continue;
+    }
+    return;
+  }
+  // An elastic job whose survivors roll back (the collective modes) begins its new epoch at
+  // the first iteration a survivor has not completed. The workers report their progress in
+  // batches, so first they are asked where they are (a notice on their streams: they answer at
+  // once); the death is declared when every live worker answered, or at a short deadline.
+  const auto& mode_now = ModeAt(job.status, job.status.completed_iteration() + 1);
+  const plan::ModeInfo* info = plan::FindMode(mode_now.mode());
+  const bool rolls_back = info != nullptr && info->runs_on != plan::RunsOn::kServers;
+  if (silent_workers > 0 && running && IsElastic(job.status.spec()) && rolls_back &&
+      ModeShrinks(mode_now) && !job.followers.empty()) {
+    if (job.gathering.notice == 0) {
+      job.gathering.notice = ++job.notices;
+      job.gathering.deadline =
+          now + std::max<Clock::duration>(std::chrono::milliseconds(250),
+                                          options_.heartbeat_timeout / 4);
+      herd::v1::FollowEvent e = EventFor(job, /*with_view=*/false);
+      for (auto& [id, f] : job.followers) {
+        if (f.role == herd::v1::ROLE_WORKER) f.sink->Send(e);
+      }
+      Log().info("scheduler: job '{}': {} worker(s) silent; asking the live workers where they "
+                 "are (notice {})",
+                 job.status.spec().name(), silent_workers, job.gathering.notice);
+      return;
+    }
+    if (!GatheringAnswered(job) && now < job.gathering.deadline) return;
+    FoldProgress(job, now, /*save=*/false);
+  }
+  job.gathering.notice = 0;
+
+  herd::v1::JobStatus next = job.status;
+  std::vector<std::string> dead;
+  int dead_workers = 0;
+  auto sweep = [&](auto* slots, const std::vector<Clock::time_point>& seen, herd::v1::Role role) {
+    for (int i = 0; i < slots->size(); ++i) {
+      herd::v1::Member* m = slots->Mutable(i);
+      if (!is_silent(*m, seen, i)) continue;
+      m->set_alive(false);
+      metrics::SchedulerMetrics::Get().nodes_lost().Increment();
+      dead_workers += role == herd::v1::ROLE_WORKER;
+      dead.push_back(absl::StrFormat(
+          "%s declared dead: no heartbeat for %d ms", DescribeMember(role, *m),
+          std::chrono::duration_cast<std::chrono::milliseconds>(silent_since(seen, i)).count()));
+    }
+  };
+  sweep(next.mutable_workers(), job.worker_seen, herd::v1::ROLE_WORKER);
+  sweep(next.mutable_servers(), job.server_seen, herd::v1::ROLE_SERVER);
+  const std::string why = absl::StrJoin(dead, "; ");
+  const auto& mode = ModeAt(next, next.completed_iteration() + 1);
+  // An elastic job goes on with the live workers in a mode that shrinks (docs/elastic.md), as
+  // long as it has not lost more than max_failures.
+  const bool elastic = dead_workers > 0 && running && IsElastic(next.spec());
+  if (elastic && ModeShrinks(mode)) {
+    if (std::string fail = CountWorkerLoss(next, dead_workers, why); !fail.empty()) {
+      next.set_failed_process("the scheduler's failure detector");
+      next.set_failure_reason(std::move(fail));
+      EndJob(next, herd::v1::JOB_FAILED, "failed: " + next.failure_reason());
+      if (auto st = CommitEnding(job, std::move(next)); !st.ok()) {
+        Log().error("scheduler: {}", std::string(st.message()));
+      }
+      return;
     }
     AdvanceEpoch(next, why);
+    NoteWorkerLoss(next, why, NowUnixMs());
     if (auto st = Commit(job, std::move(next), next_node_id_, /*sync=*/true); !st.ok()) {
-      // Retried at the next pass; the nodes stay alive until the state records their death.
       Log().error("scheduler: {}", std::string(st.message()));
     }
+    return;
+  }
+  // A running job whose mode needs every worker cannot go on without one: it fails, naming
+  // the worker, so every survivor stops within a heartbeat instead of waiting out its
+  // collective's deadline. (A shard that dies is expected back on its state directory.)
+  if (dead_workers > 0 && running && ModeNeedsEveryWorker(mode)) {
+    next.set_failed_process("the scheduler's failure detector");
+    next.set_failure_reason(absl::StrFormat(
+        "%s; mode %s needs all %d workers%s", why, mode.mode(), next.workers_size(),
+        elastic ? " (it does not go on at P-1 in an elastic job yet)" : ""));
+    EndJob(next, herd::v1::JOB_FAILED, "failed: " + next.failure_reason());
+    if (auto st = CommitEnding(job, std::move(next)); !st.ok()) {
+      Log().error("scheduler: {}", std::string(st.message()));
+    }
+    return;
+  }
+  AdvanceEpoch(next, why);
+  if (auto st = Commit(job, std::move(next), next_node_id_, /*sync=*/true); !st.ok()) {
+    // Retried at the next pass; the nodes stay alive until the state records their death.
+    Log().error("scheduler: {}", std::string(st.message()));
   }
 }
 

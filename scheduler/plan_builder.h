@@ -1,9 +1,8 @@
 #pragma once
-// Turns a job's state into the Plan of one iteration, with the pure rules of plan/ (what the
-// mode's plan carries comes from the mode registry, plan/modes.h).
-// The plan depends only on the spec, the mode schedule, the participating ranks, the seed and
-// the iteration, so a recomputation (by the scheduler after a restart, or by a worker) gives
-// the same answer.
+// What the scheduler publishes to plan with: a job's state turned into the view of its epoch
+// (herd.v1.EpochView), from which every process computes each iteration's plan with the pure
+// rules of scheduler/client/epoch_plan.h. GetPlan answers with the same function, so a plan
+// the scheduler serves and one a worker computes agree bit for bit.
 
 #include <cstdint>
 #include <vector>
@@ -22,6 +21,9 @@ std::vector<int> ParticipatingRanks(const herd::v1::JobStatus& job);
 
 // The mode in force at `iteration` (the last schedule entry starting at or before it).
 const herd::v1::ModeSpec& ModeAt(const herd::v1::JobStatus& job, int64_t iteration);
+
+// The view of the job's current epoch: O(absent and returned workers + shards + schedule).
+herd::v1::EpochView EpochViewOf(const herd::v1::JobStatus& job);
 
 // The plan of `iteration` in the job's current epoch. The caller has validated the iteration.
 herd::v1::Plan BuildPlan(const herd::v1::JobStatus& job, int64_t iteration);

@@ -89,7 +89,9 @@ absl::StatusOr<std::unique_ptr<SchedulerCore>> SchedulerCore::Open(SchedulerOpti
   core->history_ = std::make_unique<metrics::HistoryWriter>(
       (std::filesystem::path(core->options_.state_dir) / "history").string());
   HERD_RETURN_IF_ERROR(core->Load());
+  core->completer_ = std::thread([c = core.get()] { c->CompleterLoop(); });
   core->detector_ = std::thread([c = core.get()] { c->DetectorLoop(); });
+  core->ticker_ = std::thread([c = core.get()] { c->TickerLoop(); });
   return core;
 }
 
@@ -165,11 +167,41 @@ absl::Status SchedulerCore::Load() {
 SchedulerCore::~SchedulerCore() {
   Shutdown();
   if (detector_.joinable()) detector_.join();
+  if (ticker_.joinable()) ticker_.join();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    completer_stop_ = true;
+  }
+  completions_cv_.notify_all();
+  if (completer_.joinable()) completer_.join();
 }
 
 void SchedulerCore::Shutdown() {
   std::lock_guard<std::mutex> lock(mu_);
   shutdown_ = true;
+  // Every wait is answered: the processes retry against the scheduler's successor.
+  for (auto& [name, job] : jobs_) {
+    for (auto& [key, w] : job.store_waiters) {
+      Complete([done = std::move(w.done)] {
+        done(absl::UnavailableError(
+            "cannot read a store key: the scheduler is shutting down; retry against its "
+            "successor"));
+      });
+    }
+    job.store_waiters.clear();
+    for (auto& w : job.barrier_waiters) {
+      Complete([done = std::move(w.done)] {
+        done(absl::UnavailableError(
+            "cannot wait at a barrier: the scheduler is shutting down; retry against its "
+            "successor"));
+      });
+    }
+    job.barrier_waiters.clear();
+    for (auto& [id, f] : job.followers) {
+      f.sink->Close(absl::UnavailableError(
+          "the scheduler is shutting down; follow its successor (the same address)"));
+    }
+  }
   changed_.notify_all();
 }
 
@@ -178,9 +210,25 @@ void SchedulerCore::DetectorLoop() {
   const auto period = std::max<std::chrono::milliseconds>(options_.heartbeat_timeout / 10,
                                                           std::chrono::milliseconds(5));
   std::unique_lock<std::mutex> lock(mu_);
+  auto last = Clock::now();
   while (!shutdown_) {
     changed_.wait_for(lock, period);
     if (shutdown_) break;
+    // The scheduler itself stopped (SIGSTOP, a paused VM, a long swap): the silence it would
+    // see now is its own, not its nodes'. Everyone gets a full timeout from now, as at a
+    // restart.
+    const auto now = Clock::now();
+    if (now - last > std::max<Clock::duration>(3 * period, options_.heartbeat_timeout / 2)) {
+      Log().warn(
+          "scheduler: it did not run for {} ms (stopped?); every node gets a full heartbeat "
+          "timeout from now before it is declared dead",
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - last).count());
+      for (auto& [name, job] : jobs_) {
+        std::fill(job.worker_seen.begin(), job.worker_seen.end(), now);
+        std::fill(job.server_seen.begin(), job.server_seen.end(), now);
+      }
+    }
+    last = now;
     lock.unlock();
     DetectFailures();
     ExpireCheckpoints();
@@ -268,7 +316,7 @@ absl::Status SchedulerCore::CheckEpoch(const Job& job, uint64_t epoch, std::stri
                       action, epoch, job.status.spec().name(), current));
 }
 
-void SchedulerCore::AdvanceEpoch(JobStatus& next, std::string reason) {
+void SchedulerCore::AdvanceEpoch(JobStatus& next, std::string reason, EpochStart start) {
   if (next.state() == herd::v1::JOB_PENDING) {
     // A job starts once every process is there and the model's layout is known (the spec's,
     // or the first worker's declaration); it never goes back to PENDING.
@@ -287,8 +335,17 @@ void SchedulerCore::AdvanceEpoch(JobStatus& next, std::string reason) {
   }
   if (low != INT64_MAX) next.set_completed_iteration(std::max(next.completed_iteration(), low));
   next.set_epoch(next.epoch() + 1);
-  next.set_epoch_start_iteration(
-      std::max(next.epoch_start_iteration(), next.completed_iteration() + 1));
+  if (start == EpochStart::kAfterHorizon) {
+    // No live worker runs anything again: every iteration one may have begun (the horizon)
+    // stays in the epoch before.
+    next.set_epoch_start_iteration(std::max({next.epoch_start_iteration(),
+                                             next.completed_iteration() + 1,
+                                             next.issued_iteration() + 1}));
+  } else {
+    // A death: the first iteration some live worker has not completed, even if a planned change
+    // had put the epoch's start after the horizon (that change is part of this epoch now).
+    next.set_epoch_start_iteration(next.completed_iteration() + 1);
+  }
   next.set_epoch_reason(std::move(reason));
 }
 
@@ -297,12 +354,15 @@ absl::Status SchedulerCore::Commit(Job& job, JobStatus next, uint64_t next_node_
   RecordJobMetrics(job.status, next);
   const bool new_epoch = next.epoch() != job.status.epoch();
   job.status = std::move(next);
+  job.progress_unsaved = false;  // the record just written holds the progress too
+  job.progress_saved_at = Clock::now();
   if (new_epoch) {
     job.barriers.clear();
     Log().info("scheduler: job '{}' epoch {} ({}, from iteration {}): {}", job.status.spec().name(),
                job.status.epoch(), JobStateName(job.status.state()),
                job.status.epoch_start_iteration(), job.status.epoch_reason());
   }
+  Publish(job);
   changed_.notify_all();
   return absl::OkStatus();
 }
@@ -375,6 +435,46 @@ absl::StatusOr<JobStatus> SchedulerCore::GetJob(std::string_view name) {
   if (!refusal_.ok()) return refusal_;
   HERD_ASSIGN_OR_RETURN(Job * job, FindJob(name));
   return job->status;
+}
+
+JobStatus SchedulerCore::Brief(const JobStatus& s) {
+  // Everything but what grows with the job's processes (members, progress, results, events,
+  // the checkpoints' file lists), without copying those first: the status of a large job is
+  // megabytes, a brief answer about its spec's size. The lists are moved out for the copy and
+  // back, so `s` is unchanged when this returns.
+  JobStatus& from = const_cast<JobStatus&>(s);
+  JobStatus lists;
+  lists.mutable_workers()->Swap(from.mutable_workers());
+  lists.mutable_servers()->Swap(from.mutable_servers());
+  lists.mutable_progress()->Swap(from.mutable_progress());
+  lists.mutable_worker_results()->Swap(from.mutable_worker_results());
+  lists.mutable_membership_events()->Swap(from.mutable_membership_events());
+  herd::v1::CheckpointRecord* records[] = {from.mutable_pending_checkpoint(),
+                                           from.mutable_last_checkpoint(),
+                                           from.mutable_failed_checkpoint()};
+  herd::v1::CheckpointRecord held[3];
+  for (int i = 0; i < 3; ++i) {
+    held[i].mutable_files()->Swap(records[i]->mutable_files());
+    held[i].mutable_expected()->Swap(records[i]->mutable_expected());
+  }
+  JobStatus brief = from;
+  for (int i = 0; i < 3; ++i) {
+    records[i]->mutable_files()->Swap(held[i].mutable_files());
+    records[i]->mutable_expected()->Swap(held[i].mutable_expected());
+  }
+  from.mutable_workers()->Swap(lists.mutable_workers());
+  from.mutable_servers()->Swap(lists.mutable_servers());
+  from.mutable_progress()->Swap(lists.mutable_progress());
+  from.mutable_worker_results()->Swap(lists.mutable_worker_results());
+  from.mutable_membership_events()->Swap(lists.mutable_membership_events());
+  return brief;
+}
+
+absl::StatusOr<JobStatus> SchedulerCore::GetJobBrief(std::string_view name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!refusal_.ok()) return refusal_;
+  HERD_ASSIGN_OR_RETURN(Job * job, FindJob(name));
+  return Brief(job->status);
 }
 
 std::vector<JobStatus> SchedulerCore::ListJobs() {

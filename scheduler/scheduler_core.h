@@ -4,8 +4,18 @@
 // (service.h) is a thin edge over this class; the unit tests drive it directly.
 //
 // Threading: every public method may be called from any thread. One mutex guards the state;
-// the blocking calls (Barrier, WaitForEpoch, StoreGet) wait on a condition variable with a
-// deadline. A background thread declares nodes dead when their heartbeats stop.
+// no call holds it for work that grows with the job's size except an epoch's change. The waits
+// (Barrier, StoreGet) come in two forms: blocking ones (a condition variable with a deadline,
+// for the unit tests and in-process callers) and asynchronous ones that register a callback and
+// return (the gRPC edge uses those, so a waiting process holds no server thread). A background
+// thread declares nodes dead when their heartbeats stop; a ticker grants horizons, expires waits
+// and folds progress (follow.cc).
+//
+// Following a job (follow.cc, docs/scheduler.md "Following a job"): each process keeps one
+// Follow stream. Up come heartbeats and batched progress; down go the epoch's view (what every
+// plan is computed from), the horizon (plans hold up to it) and the job's end. Changes of plan
+// are placed after every horizon granted, so processes compute each iteration's plan
+// themselves and their iterations wait on no call.
 //
 // Errors: every method validates its request first and changes nothing when it fails.
 // INVALID_ARGUMENT (malformed), NOT_FOUND (unknown job or node), ALREADY_EXISTS (duplicate
@@ -18,6 +28,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -34,6 +45,7 @@
 #include "common/deadline.h"
 #include "herd/v1/scheduler.pb.h"
 #include "metrics/history.h"
+#include "scheduler/horizon.h"
 #include "scheduler/state_db.h"
 
 namespace herd::scheduler {
@@ -50,6 +62,13 @@ struct SchedulerOptions {
   bool accept_data_loss = false;
   // Below the state's owner-only layer: the local disk when null (tests: a FaultFileSystem).
   std::shared_ptr<rocksdb::FileSystem> file_system;
+  // How far ahead of the job's progress the horizon runs (docs/scheduler.md, "Horizon"): about
+  // this much work at the job's measured iteration rate, and at least min_horizon iterations.
+  std::chrono::milliseconds horizon_ahead{1000};
+  int64_t min_horizon = 4;
+  // How often a following process sends a message when it has nothing to ask (its heartbeat,
+  // with its progress): a third of the heartbeat timeout unless set.
+  std::chrono::milliseconds follow_interval{0};
 };
 
 class SchedulerCore {
@@ -72,6 +91,10 @@ class SchedulerCore {
   // Jobs.
   absl::StatusOr<herd::v1::JobStatus> SubmitJob(const herd::v1::JobSpec& spec);
   absl::StatusOr<herd::v1::JobStatus> GetJob(std::string_view name);
+  // The job without its members, progress, results and events (GetJobRequest.brief).
+  absl::StatusOr<herd::v1::JobStatus> GetJobBrief(std::string_view name);
+  // `status` without what grows with the job's size (what a worker needs of an answer).
+  static herd::v1::JobStatus Brief(const herd::v1::JobStatus& status);
   std::vector<herd::v1::JobStatus> ListJobs();
   // One page of jobs by name: those after `after` ("" for the first), at least one, then while
   // the page's serialized size stays within `max_bytes`. next_page_token is "" on the last page.
@@ -114,6 +137,38 @@ class SchedulerCore {
   absl::StatusOr<std::string> StoreGet(std::string_view job, std::string_view key,
                                        Deadline deadline);
 
+  // The asynchronous forms of the waits: `done` runs exactly once, with the answer, either
+  // before the call returns or later on another thread (never under the core's lock).
+  using StoreDone = std::function<void(absl::StatusOr<std::string>)>;
+  void StoreGetAsync(std::string_view job, std::string_view key, Deadline deadline,
+                     StoreDone done);
+  using BarrierDone = std::function<void(absl::StatusOr<herd::v1::BarrierResponse>)>;
+  void BarrierAsync(const herd::v1::BarrierRequest& req, Deadline deadline, BarrierDone done);
+
+  // ---- Following a job (follow.cc) ----
+  // Where the core sends one stream's events (the gRPC edge queues them for its writer). Send
+  // must not block and must not call back into the core.
+  class FollowSink {
+   public:
+    virtual ~FollowSink() = default;
+    virtual void Send(const herd::v1::FollowEvent& event) = 0;
+    // Ends the stream with `why` (the scheduler shuts down).
+    virtual void Close(const absl::Status& why) = 0;
+  };
+  // A stream's first message: the node must be a live member of the job (as for a heartbeat),
+  // or a node of a job that ended (it then hears the ending at once). Sends the first event
+  // (the view, the horizon) and returns the stream's id.
+  absl::StatusOr<uint64_t> OpenFollow(const herd::v1::FollowRequest& first,
+                                      std::shared_ptr<FollowSink> sink);
+  // Every later message of stream `id`: a heartbeat with the process's progress and asks.
+  // An error ends the stream (the edge finishes it with that status).
+  absl::Status TakeFollow(uint64_t id, const herd::v1::FollowRequest& msg);
+  void CloseFollow(uint64_t id);
+  // One pass of the ticker: grants horizons, expires waits, folds progress into the jobs.
+  void Tick();
+  // Open Follow streams (a gauge).
+  size_t FollowStreams();
+
   // Checkpoints (checkpoints.cc). RequestCheckpoint schedules one at the cut, the first
   // iteration no worker has begun (a pending one whose cut no worker has begun is answered
   // instead); ReportCheckpoint takes one process's file and, with the last one, commits the
@@ -152,6 +207,40 @@ class SchedulerCore {
     std::set<uint64_t> arrived;
     uint64_t generation = 0;  // bumped at each release, so a name can be reused
   };
+  // A wait registered by StoreGetAsync or BarrierAsync, answered once.
+  struct StoreWaiter {
+    Deadline deadline = Deadline::Infinite();
+    StoreDone done;
+  };
+  struct BarrierWaiter {
+    std::string key;  // "worker/<name>" or "server/<name>"
+    std::string name;
+    uint64_t node_id = 0;
+    uint64_t generation = 0;  // of the barrier when it arrived
+    uint64_t epoch = 0;
+    herd::v1::Role role = herd::v1::ROLE_UNSPECIFIED;
+    std::string who;
+    Deadline deadline = Deadline::Infinite();
+    BarrierDone done;
+  };
+  // One Follow stream of a process of the job (follow.cc).
+  struct Follower {
+    uint64_t node_id = 0;
+    herd::v1::Role role = herd::v1::ROLE_UNSPECIFIED;
+    int slot = 0;
+    std::shared_ptr<FollowSink> sink;
+    uint64_t view_revision = 0;     // of the view it was sent last
+    int64_t horizon_sent = -1;
+    int64_t want_completed = -1;    // tell it once completed_iteration reaches this
+    uint64_t answered_notice = 0;
+  };
+  // A worker fell silent in an elastic job whose survivors roll back: before it is declared
+  // dead, the live workers are asked where they are (FollowEvent.notice), so the new epoch
+  // begins at the first iteration one of them has not completed (follow.cc).
+  struct Gathering {
+    uint64_t notice = 0;  // 0: none going on
+    Clock::time_point deadline;
+  };
   struct Job {
     herd::v1::JobStatus status;
     std::vector<Clock::time_point> worker_seen, server_seen;  // last heartbeat, by slot
@@ -159,6 +248,20 @@ class SchedulerCore {
     std::map<std::string, std::string> kv;                    // bootstrap store
     bool committing = false;  // a checkpoint's files are being committed (outside the lock)
     size_t kv_bytes = 0;      // its keys and values
+    // Asynchronous waits.
+    std::multimap<std::string, StoreWaiter> store_waiters;  // by key
+    std::vector<BarrierWaiter> barrier_waiters;
+    // Following (follow.cc): the streams by id, the view they were sent, the horizon's rate.
+    std::map<uint64_t, Follower> followers;
+    uint64_t view_revision = 0;
+    std::string view_bytes;  // the serialized view of view_revision
+    RateEstimate rate;
+    int64_t asked_horizon = -1;     // the highest iteration a worker asked to begin
+    bool progress_changed = false;  // reports not folded into completed_iteration yet
+    bool progress_unsaved = false;  // reports not written to the state yet
+    Clock::time_point progress_saved_at;
+    Gathering gathering;
+    uint64_t notices = 0;  // notices sent so far
   };
 
   explicit SchedulerCore(SchedulerOptions options);
@@ -177,10 +280,18 @@ class SchedulerCore {
   // Stale or future epochs (0 means "current").
   static absl::Status CheckEpoch(const Job& job, uint64_t epoch, std::string_view action);
 
+  // Where a new epoch begins. kAfterProgress: after the last iteration every live worker
+  // completed (a death: the survivors of the collective modes run the iterations after it
+  // again; an ending). kAfterHorizon: after every iteration a worker may have begun (the
+  // horizon granted), so no live worker runs anything again (a worker joining: the survivors
+  // hand it their state at that boundary).
+  enum class EpochStart { kAfterProgress, kAfterHorizon };
   // Starts a new epoch on `next` (a copy of a job's status): moves a PENDING job whose
   // processes are all there (and whose layout is known) to RUNNING, recomputes the completed
-  // iteration and sets the epoch's first iteration to the one after it.
-  static void AdvanceEpoch(herd::v1::JobStatus& next, std::string reason);
+  // iteration and sets the epoch's first iteration as `start` says (never before the current
+  // epoch's first iteration unless a death moved it back).
+  static void AdvanceEpoch(herd::v1::JobStatus& next, std::string reason,
+                           EpochStart start = EpochStart::kAfterProgress);
   // Ends the job in `next` with a terminal state and a new epoch (the caller commits it).
   static void EndJob(herd::v1::JobStatus& next, herd::v1::JobState state, std::string reason);
   // Keeps the durable version a server's heartbeat reports in its member (not synced: a
@@ -223,6 +334,40 @@ class SchedulerCore {
   // infinite deadline must not overflow the clock arithmetic of wait_until).
   void WaitChanged(std::unique_lock<std::mutex>& lock, Deadline deadline);
 
+  // Asynchronous waits (sync.cc). `done` runs on the completer thread, outside the lock.
+  void Complete(std::function<void()> done) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CompleterLoop();
+  // Answers every wait of `job` that its new state settles: barriers of an epoch that ended
+  // (ABORTED) or of a job that ended, store reads of a job that ended.
+  void SettleWaits(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ExpireWaits(Clock::time_point now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Following (follow.cc).
+  // After a commit: sends the job's view to its streams when it changed (not while the job is
+  // PENDING: its processes wait for it to start, and registrations would otherwise send
+  // every stream one event each), and answers the waits the change settles.
+  void Publish(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The event a stream gets now: the view when `with_view`, the horizon, completion, sequence.
+  herd::v1::FollowEvent EventFor(const Job& job, bool with_view) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A stream's message, after its stream and job were checked.
+  absl::Status TakeFollowLocked(Job& job, uint64_t id, const herd::v1::FollowRequest& msg)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A worker's report on a stream (or a legacy ReportIteration): its progress, in memory.
+  absl::Status TakeProgress(Job& job, int slot, int64_t completed,
+                            const google::protobuf::RepeatedPtrField<herd::v1::IterationReport>& its)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Folds reports into completed_iteration, answers want_completed, saves progress now and then.
+  void FoldProgress(Job& job, Clock::time_point now, bool save)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves the horizon when it is due (a worker asked, or the job runs close to it), starting
+  // the policy's checkpoints it crosses; sends it to the workers' streams.
+  void GrantHorizon(Job& job, Clock::time_point now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The failure detector's work on one job at `now`.
+  void SweepJob(Job& job, Clock::time_point now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether every live worker with a stream answered the gathering's notice.
+  bool GatheringAnswered(const Job& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void TickerLoop();
+
   const SchedulerOptions options_;
   std::unique_ptr<StateDb> db_;
   // Every job's per-iteration history, STATE/history/JOB.jsonl (metrics/history.h).
@@ -245,7 +390,20 @@ class SchedulerCore {
   // Bytes (keys and values) of every job's bootstrap store together.
   size_t store_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_node_id_ ABSL_GUARDED_BY(mu_) = 1;
+  // Follow streams: id -> (job, node).
+  struct StreamRef {
+    std::string job;
+    uint64_t node_id = 0;
+  };
+  std::map<uint64_t, StreamRef> streams_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_stream_id_ ABSL_GUARDED_BY(mu_) = 1;
+  // Answers of asynchronous waits, run by the completer thread outside the lock.
+  std::deque<std::function<void()>> completions_ ABSL_GUARDED_BY(mu_);
+  std::condition_variable completions_cv_;
+  bool completer_stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread detector_;
+  std::thread ticker_;
+  std::thread completer_;
 };
 
 // Names used in messages: "worker 'w3' (rank 3)", "server 's0' (shard 0)".

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -57,7 +58,17 @@ absl::StatusOr<herd::v1::Plan> SchedulerCore::GetPlan(const herd::v1::GetPlanReq
     NodeRef ref;
     HERD_ASSIGN_OR_RETURN(herd::v1::Member * m,
                           FindLiveMember(*job, req.node_id(), "plan an iteration", &ref));
-    (void)m;
+    // A worker asks for the plan of an iteration it is about to begin: one far past the job's
+    // progress would move the horizon (every later change of plan) out of reach.
+    const int64_t far = std::max(job->status.completed_iteration(), job->status.issued_iteration()) +
+                        1 + limits::kMaxIterationsAhead;
+    if (ref.role == herd::v1::ROLE_WORKER && req.iteration() > far) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s asks for the plan of iteration %d of job '%s', more than %d iterations ahead of "
+          "the job (iteration %d); the job is unchanged",
+          DescribeMember(ref.role, *m), req.iteration(), req.job(), limits::kMaxIterationsAhead,
+          job->status.completed_iteration()));
+    }
     // A worker fetching the plan of an iteration begins it: a mode switch must come later.
     if (ref.role == herd::v1::ROLE_WORKER && req.iteration() > job->status.issued_iteration()) {
       herd::v1::JobStatus next = job->status;
@@ -97,76 +108,75 @@ absl::StatusOr<std::optional<herd::v1::Plan>> SchedulerCore::WaitForEpoch(std::s
 
 absl::StatusOr<herd::v1::BarrierResponse> SchedulerCore::Barrier(
     const herd::v1::BarrierRequest& req, Deadline deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!refusal_.ok()) return refusal_;
-  HERD_RETURN_IF_ERROR(CheckText("the barrier name", req.name(), kMaxKeyBytes));
-  HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(req.job(), "enter a barrier"));
+  std::promise<absl::StatusOr<herd::v1::BarrierResponse>> answer;
+  auto got = answer.get_future();
+  BarrierAsync(req, deadline, [&answer](absl::StatusOr<herd::v1::BarrierResponse> r) {
+    answer.set_value(std::move(r));
+  });
+  return got.get();
+}
+
+void SchedulerCore::BarrierAsync(const herd::v1::BarrierRequest& req, Deadline deadline,
+                                 BarrierDone done) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto fail = [&](absl::Status st) { Complete([done, st] { done(st); }); };
+  if (shutdown_) return fail(ShuttingDown("wait at a barrier"));
+  if (!refusal_.ok()) return fail(refusal_);
+  if (auto st = CheckText("the barrier name", req.name(), kMaxKeyBytes); !st.ok()) return fail(st);
+  auto found = FindActiveJob(req.job(), "enter a barrier");
+  if (!found.ok()) return fail(found.status());
+  Job* job = *found;
   NodeRef ref;
-  HERD_ASSIGN_OR_RETURN(herd::v1::Member * me,
-                        FindLiveMember(*job, req.node_id(), "enter a barrier", &ref));
-  const std::string who = DescribeMember(ref.role, *me);
-  HERD_RETURN_IF_ERROR(CheckEpoch(*job, req.epoch(), "enter a barrier"));
+  auto me = FindLiveMember(*job, req.node_id(), "enter a barrier", &ref);
+  if (!me.ok()) return fail(me.status());
+  if (auto st = CheckEpoch(*job, req.epoch(), "enter a barrier"); !st.ok()) return fail(st);
   // Workers and servers synchronise separately: a barrier waits for the live processes of the
   // caller's role.
   const bool worker = ref.role == herd::v1::ROLE_WORKER;
   const std::string key = absl::StrFormat("%s/%s", worker ? "worker" : "server", req.name());
-  const uint64_t epoch = job->status.epoch();
-  auto live = [&] {
-    std::vector<const herd::v1::Member*> out;
-    for (const auto& m : worker ? job->status.workers() : job->status.servers()) {
-      if (m.alive()) out.push_back(&m);
-    }
-    return out;
-  };
+  int expected = 0;
+  for (const auto& m : worker ? job->status.workers() : job->status.servers()) {
+    expected += m.alive() ? 1 : 0;
+  }
   BarrierState& b = job->barriers[key];
-  const uint64_t generation = b.generation;
   b.arrived.insert(req.node_id());
-  const int expected = static_cast<int>(live().size());
+  herd::v1::BarrierResponse resp;
+  resp.set_epoch(job->status.epoch());
+  resp.set_arrived(expected);
   if (static_cast<int>(b.arrived.size()) >= expected) {
+    // The last one: everyone waiting at this name goes on.
     b.arrived.clear();
     ++b.generation;
-    changed_.notify_all();
-    herd::v1::BarrierResponse resp;
-    resp.set_epoch(epoch);
-    resp.set_arrived(expected);
-    return resp;
-  }
-  while (true) {
-    WaitChanged(lock, deadline);
-    if (shutdown_) return ShuttingDown("wait at a barrier");
-    if (!refusal_.ok()) return refusal_;
-    // Looked up again after every wait: a job that ended may have been deleted meanwhile.
-    HERD_ASSIGN_OR_RETURN(job, FindJob(req.job()));
-    if (IsTerminal(job->status.state())) {
-      return absl::FailedPreconditionError(
-          absl::StrFormat("job '%s' ended (%s) while %s waited at barrier '%s'", req.job(),
-                          JobStateName(job->status.state()), who, req.name()));
-    }
-    if (job->status.epoch() != epoch) {
-      // ABORTED, not UNAVAILABLE: a blind retry would enter the barrier of the new epoch.
-      return absl::AbortedError(absl::StrFormat(
-          "job '%s' moved from epoch %d to %d while %s waited at barrier '%s' (%s); fetch the new "
-          "plan and retry",
-          req.job(), epoch, job->status.epoch(), who, req.name(), job->status.epoch_reason()));
-    }
-    BarrierState& now = job->barriers[key];
-    if (now.generation != generation) {
-      herd::v1::BarrierResponse resp;
-      resp.set_epoch(epoch);
-      resp.set_arrived(expected);
-      return resp;
-    }
-    if (deadline.expired()) {
-      std::vector<std::string> missing;
-      for (const auto* m : live()) {
-        if (!now.arrived.contains(m->node_id())) missing.push_back(DescribeMember(ref.role, *m));
+    auto& waiters = job->barrier_waiters;
+    for (auto it = waiters.begin(); it != waiters.end();) {
+      if (it->key != key) {
+        ++it;
+        continue;
       }
-      now.arrived.erase(req.node_id());
-      return absl::DeadlineExceededError(
-          absl::StrFormat("barrier '%s' of job '%s': %s gave up waiting for %s", req.name(),
-                          req.job(), who, absl::StrJoin(missing, ", ")));
+      Complete([d = std::move(it->done), resp] { d(resp); });
+      it = waiters.erase(it);
     }
+    Complete([done, resp] { done(resp); });
+    changed_.notify_all();
+    return;
   }
+  if (deadline.expired()) {
+    b.arrived.erase(req.node_id());
+    return fail(absl::DeadlineExceededError(
+        absl::StrFormat("barrier '%s' of job '%s': %s gave up waiting at once (no time left)",
+                        req.name(), req.job(), DescribeMember(ref.role, **me))));
+  }
+  BarrierWaiter w;
+  w.key = key;
+  w.name = req.name();
+  w.node_id = req.node_id();
+  w.generation = b.generation;
+  w.epoch = job->status.epoch();
+  w.role = ref.role;
+  w.who = DescribeMember(ref.role, **me);
+  w.deadline = deadline;
+  w.done = std::move(done);
+  job->barrier_waiters.push_back(std::move(w));
 }
 
 absl::StatusOr<herd::v1::ReportIterationResponse> SchedulerCore::ReportIteration(
@@ -195,22 +205,14 @@ absl::StatusOr<herd::v1::ReportIterationResponse> SchedulerCore::ReportIteration
         DescribeMember(ref.role, *me), req.iteration(), req.job(), job->status.epoch(),
         job->status.epoch_start_iteration()));
   }
-  herd::v1::JobStatus next = job->status;
-  auto* p = next.mutable_progress(ref.slot);
-  p->set_iteration(req.iteration());
-  *p->mutable_stats() = req.stats();
-  next.set_issued_iteration(std::max(next.issued_iteration(), req.iteration()));
-  int64_t low = INT64_MAX;
-  for (const auto& q : next.progress()) {
-    if (next.workers(q.rank()).alive()) low = std::min(low, q.iteration());
-  }
-  if (low != INT64_MAX) next.set_completed_iteration(std::max(next.completed_iteration(), low));
-  NoteProgress(next, NowUnixMs());
-  HERD_RETURN_IF_ERROR(Commit(*job, std::move(next), next_node_id_, /*sync=*/false));
-  // Rank 0's figures are the job's (as in its result): its metrics and its history.
-  if (job->status.progress(ref.slot).rank() == 0) {
-    RecordRankZeroIteration(job->status, req.iteration(), req.stats(), *history_);
-  }
+  // The legacy per-iteration report: the same in-memory progress as a Follow stream's.
+  herd::v1::IterationReport one;
+  one.set_iteration(req.iteration());
+  *one.mutable_stats() = req.stats();
+  google::protobuf::RepeatedPtrField<herd::v1::IterationReport> its;
+  *its.Add() = std::move(one);
+  HERD_RETURN_IF_ERROR(TakeProgress(*job, ref.slot, req.iteration(), its));
+  FoldProgress(*job, Clock::now(), /*save=*/false);
   herd::v1::ReportIterationResponse resp;
   resp.set_epoch(job->status.epoch());
   resp.set_completed_iteration(job->status.completed_iteration());
@@ -253,23 +255,131 @@ absl::Status SchedulerCore::StoreSet(std::string_view name, std::string_view key
   job->kv.emplace(std::string(key), std::string(value));
   job->kv_bytes += bytes;
   store_bytes_ += bytes;
+  auto [first, last] = job->store_waiters.equal_range(std::string(key));
+  for (auto it = first; it != last; ++it) {
+    Complete([d = std::move(it->second.done), v = std::string(value)] { d(v); });
+  }
+  job->store_waiters.erase(first, last);
   changed_.notify_all();
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> SchedulerCore::StoreGet(std::string_view name, std::string_view key,
                                                     Deadline deadline) {
+  std::promise<absl::StatusOr<std::string>> answer;
+  auto got = answer.get_future();
+  StoreGetAsync(name, key, deadline,
+                [&answer](absl::StatusOr<std::string> r) { answer.set_value(std::move(r)); });
+  return got.get();
+}
+
+void SchedulerCore::StoreGetAsync(std::string_view name, std::string_view key, Deadline deadline,
+                                  StoreDone done) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto answer = [&](absl::StatusOr<std::string> r) {
+    Complete([done = std::move(done), r = std::move(r)] { done(r); });
+  };
+  if (shutdown_) return answer(ShuttingDown("read a store key"));
+  if (!refusal_.ok()) return answer(refusal_);
+  auto found = FindActiveJob(name, "read a store key");
+  if (!found.ok()) return answer(found.status());
+  Job* job = *found;
+  if (auto it = job->kv.find(std::string(key)); it != job->kv.end()) return answer(it->second);
+  if (deadline.expired()) {
+    return answer(absl::DeadlineExceededError(absl::StrFormat(
+        "store key '%s' of job '%s' was not set before the deadline", key, name)));
+  }
+  job->store_waiters.emplace(std::string(key), StoreWaiter{deadline, std::move(done)});
+}
+
+void SchedulerCore::Complete(std::function<void()> done) {
+  completions_.push_back(std::move(done));
+  completions_cv_.notify_one();
+}
+
+void SchedulerCore::CompleterLoop() {
   std::unique_lock<std::mutex> lock(mu_);
-  while (true) {
-    if (shutdown_) return ShuttingDown("read a store key");
-    if (!refusal_.ok()) return refusal_;
-    HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(name, "read a store key"));
-    if (auto it = job->kv.find(std::string(key)); it != job->kv.end()) return it->second;
-    if (deadline.expired()) {
-      return absl::DeadlineExceededError(
-          absl::StrFormat("store key '%s' of job '%s' was not set before the deadline", key, name));
+  for (;;) {
+    completions_cv_.wait(lock, [&] { return completer_stop_ || !completions_.empty(); });
+    if (completions_.empty()) return;  // stopping, and every answer given
+    std::deque<std::function<void()>> batch;
+    batch.swap(completions_);
+    lock.unlock();
+    for (auto& done : batch) done();
+    lock.lock();
+  }
+}
+
+void SchedulerCore::SettleWaits(Job& job) {
+  const std::string& name = job.status.spec().name();
+  const bool ended = IsTerminal(job.status.state());
+  auto& waiters = job.barrier_waiters;
+  for (auto it = waiters.begin(); it != waiters.end();) {
+    absl::Status st;
+    if (ended) {
+      st = absl::FailedPreconditionError(
+          absl::StrFormat("job '%s' ended (%s) while %s waited at barrier '%s'", name,
+                          JobStateName(job.status.state()), it->who, it->name));
+    } else if (job.status.epoch() != it->epoch) {
+      // ABORTED, not UNAVAILABLE: a blind retry would enter the barrier of the new epoch.
+      st = absl::AbortedError(absl::StrFormat(
+          "job '%s' moved from epoch %d to %d while %s waited at barrier '%s' (%s); fetch the new "
+          "plan and retry",
+          name, it->epoch, job.status.epoch(), it->who, it->name, job.status.epoch_reason()));
+    } else {
+      ++it;
+      continue;
     }
-    WaitChanged(lock, deadline);
+    Complete([d = std::move(it->done), st] { d(st); });
+    it = waiters.erase(it);
+  }
+  if (ended) {
+    for (auto& [key, w] : job.store_waiters) {
+      Complete([d = std::move(w.done), name, key = key, state = job.status.state()] {
+        d(absl::FailedPreconditionError(absl::StrFormat(
+            "cannot read a store key: job '%s' has ended (%s) while store key '%s' was awaited",
+            name, JobStateName(state), key)));
+      });
+    }
+    job.store_waiters.clear();
+  }
+}
+
+void SchedulerCore::ExpireWaits(Clock::time_point) {
+  for (auto& [name, job] : jobs_) {
+    for (auto it = job.store_waiters.begin(); it != job.store_waiters.end();) {
+      if (!it->second.deadline.expired()) {
+        ++it;
+        continue;
+      }
+      Complete([d = std::move(it->second.done), key = it->first, name = name] {
+        d(absl::DeadlineExceededError(absl::StrFormat(
+            "store key '%s' of job '%s' was not set before the deadline", key, name)));
+      });
+      it = job.store_waiters.erase(it);
+    }
+    auto& waiters = job.barrier_waiters;
+    for (auto it = waiters.begin(); it != waiters.end();) {
+      if (!it->deadline.expired()) {
+        ++it;
+        continue;
+      }
+      BarrierState& now = job.barriers[it->key];
+      std::vector<std::string> missing;
+      for (const auto& m : it->role == herd::v1::ROLE_WORKER ? job.status.workers()
+                                                             : job.status.servers()) {
+        if (m.alive() && !now.arrived.contains(m.node_id())) {
+          missing.push_back(DescribeMember(it->role, m));
+        }
+      }
+      now.arrived.erase(it->node_id);
+      Complete([d = std::move(it->done),
+                msg = absl::StrFormat("barrier '%s' of job '%s': %s gave up waiting for %s",
+                                      it->name, name, it->who, absl::StrJoin(missing, ", "))] {
+        d(absl::DeadlineExceededError(msg));
+      });
+      it = waiters.erase(it);
+    }
   }
 }
 

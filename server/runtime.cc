@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <map>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -18,7 +19,8 @@
 #include "common/logging.h"
 #include "common/status.h"
 #include "plan/modes.h"
-#include "scheduler/client/heartbeat_loop.h"
+#include "scheduler/client/epoch_plan.h"
+#include "scheduler/client/follower.h"
 #include "scheduler/client/job_wait.h"
 #include "server/engine.h"
 #include "server/recovery_check.h"
@@ -78,7 +80,7 @@ class ShardProcess {
     listener_->Shutdown();
     watching_.store(false);
     if (watcher_.joinable()) watcher_.join();
-    heartbeats_.reset();
+    follower_.reset();
     FinalWrite();
     return st;
   }
@@ -97,13 +99,19 @@ class ShardProcess {
     checkpoints_job_ = !job.spec().checkpoint().dir().empty();
     HERD_ASSIGN_OR_RETURN(herd::v1::RegisterNodeResponse reg, Register());
     shard_ = reg.rank();
-    // Each heartbeat reports the version on disk, which a restart must recover.
-    heartbeats_ = std::make_unique<scheduler::HeartbeatLoop>(
-        *sched_, o_.job, reg, "server", nullptr, [this](herd::v1::HeartbeatRequest& req) {
-          const Engine* engine = engine_ptr_.load();
-          if (engine == nullptr) return;
-          if (std::optional<int64_t> v = engine->DurableVersion()) req.set_durable_version(*v);
-        });
+    spec_ = job.spec();
+    // One stream to the scheduler: the heartbeats up (each reports the version on disk, which a
+    // restart must recover), the epoch's views down.
+    scheduler::FollowerOptions follow;
+    follow.job = o_.job;
+    follow.what = absl::StrFormat("server (shard %d)", shard_);
+    follow.worker = false;
+    follow.fill = [this](herd::v1::FollowRequest& req) {
+      const Engine* engine = engine_ptr_.load();
+      if (engine == nullptr) return;
+      if (std::optional<int64_t> v = engine->DurableVersion()) req.set_durable_version(*v);
+    };
+    follower_ = std::make_unique<scheduler::Follower>(*sched_, std::move(follow), reg);
     // The checkpoints announced from now on (and the one pending, which expects this shard).
     HERD_ASSIGN_OR_RETURN(job, sched_->GetJob(o_.job));
     const int64_t first =
@@ -166,30 +174,39 @@ class ShardProcess {
     return true;
   }
 
+  // Follows the views the stream brings; each new one may start the engine, move the live
+  // workers (ps_async's staleness, ps_sync's rounds), or end the job.
   void Watch() {
-    uint64_t seen = 0;
+    std::shared_ptr<const herd::v1::EpochView> seen;
     while (watching_.load()) {
-      herd::v1::WatchPlanRequest req;
-      req.set_job(o_.job);
-      req.set_after_epoch(seen);
-      auto st = sched_->WatchPlan(req, Deadline::After(std::chrono::milliseconds(500)),
-                                  [&](const herd::v1::Plan& plan) {
-                                    seen = plan.epoch();
-                                    OnPlan(plan);
-                                    return watching_.load();
-                                  });
-      if (absl::IsDataLoss(st)) {
+      const scheduler::Follower::State state = follower_->WaitFor(
+          [&](const scheduler::Follower::State& s) {
+            return !watching_.load() || s.view != seen || absl::IsDataLoss(s.refused);
+          },
+          Deadline::After(std::chrono::milliseconds(500)));
+      if (absl::IsDataLoss(state.refused)) {
         // The scheduler refuses its state (it went back in time): no plan can be trusted, and
         // the refusal stands until an operator acts. The shard ends with it; its own state
         // is untouched.
-        Log().error("server: {}", st.ToString());
+        Log().error("server: {}", state.refused.ToString());
         std::lock_guard<std::mutex> lock(mu_);
-        outcome_ = st;
+        outcome_ = state.refused;
         return;
       }
-      if (!st.ok() && watching_.load()) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      if (state.view == nullptr || state.view == seen) continue;
+      seen = state.view;
+      // A job whose spec listed no tensors learns its layout from its first worker; the view
+      // says when it is known, and the shard reads the spec again once.
+      if (spec_.tensors_size() == 0 && seen->tensor_count() > 0) {
+        auto job = sched_->GetJobBrief(o_.job);
+        if (!job.ok()) {
+          Log().warn("server: reading the job's layout: {}", job.status().ToString());
+          seen = nullptr;  // tried again with the next view or slice
+          continue;
+        }
+        spec_ = job->spec();
       }
+      OnPlan(scheduler::BuildPlan(spec_, *seen, seen->epoch_start_iteration()));
     }
   }
 
@@ -213,9 +230,14 @@ class ShardProcess {
       }
     }
     if (engine_ != nullptr && plan.ranks_size() > 0) {
+      // The process holding each live rank: a worker back in its slot is a new incarnation
+      // (the epoch it registered at), so its return is told from no change.
+      std::map<int, uint64_t> incarnation;
+      for (const auto& inc : plan.incarnations()) incarnation[inc.rank()] = inc.epoch();
       std::vector<uint64_t> nodes;
       for (int r : plan.ranks()) {
-        nodes.push_back(r >= 0 && r < plan.workers_size() ? plan.workers(r).node_id() : 0);
+        auto it = incarnation.find(r);
+        nodes.push_back(it != incarnation.end() ? it->second : 0);
       }
       engine_->SetLiveWorkers({plan.ranks().begin(), plan.ranks().end()}, nodes);
     }
@@ -384,7 +406,8 @@ class ShardProcess {
   std::unique_ptr<ShardStore> store_;
   std::unique_ptr<ShardServer> listener_;
   std::unique_ptr<scheduler::SchedulerClient> sched_;
-  std::unique_ptr<scheduler::HeartbeatLoop> heartbeats_;
+  std::unique_ptr<scheduler::Follower> follower_;
+  herd::v1::JobSpec spec_;  // the job's, with the model's layout once it is known
   int shard_ = -1;
   // Touched by the watcher thread only, until it is joined.
   std::unique_ptr<Engine> engine_;

@@ -51,7 +51,7 @@ Session::Session(SessionOptions options, std::shared_ptr<scheduler::SchedulerCli
     : options_(std::move(options)), client_(std::move(client)) {}
 
 Session::~Session() {
-  heartbeats_.reset();  // joins the thread that may touch comm_
+  follower_.reset();  // joins the threads that may touch comm_
   if (executor_) executor_.reset();
   std::lock_guard<std::mutex> lock(mu_);
   comm_.reset();
@@ -88,7 +88,8 @@ absl::StatusOr<herd::v1::JobStatus> Session::AwaitJob() {
   const std::string what = absl::StrFormat("worker '%s'", options_.name);
   HERD_ASSIGN_OR_RETURN(
       herd::v1::JobStatus job,
-      scheduler::WaitForJob(*client_, options_.job, Deadline::After(options_.wait_for_job), what));
+      scheduler::WaitForJob(*client_, options_.job, Deadline::After(options_.wait_for_job), what,
+                            std::chrono::milliseconds(500), /*brief=*/true));
   if (Ended(job.state())) {
     HERD_RETURN_IF_ERROR(scheduler::JobEndedStatus(job));
     return absl::FailedPreconditionError(absl::StrFormat(
@@ -147,19 +148,20 @@ absl::Status Session::Register() {
     timeline_ = std::make_unique<Timeline>(
         absl::StrFormat("%s/worker-%d.json", options_.timeline_dir, rank_), rank_);
   }
-  heartbeats_ = std::make_unique<scheduler::HeartbeatLoop>(
-      *client_, options_.job, registered_, absl::StrFormat("worker %d", rank_),
-      [this](const herd::v1::HeartbeatResponse& answer) {
-        MaybeRequestPreemption();  // a worker blocked in a collective still asks
-        if (elastic_) WatchMembership(answer);
-        if (!Ended(answer.job_state()) || answer.job_state() == herd::v1::JOB_COMPLETED ||
-            answer.job_state() == herd::v1::JOB_PREEMPTED) {
-          return;
-        }
-        // The reason is in the job's status; fetching it here keeps the heartbeat small.
-        auto status = client_->GetJob(options_.job);
-        NoteJobEnded(answer.job_state(), status.ok() ? EndReason(*status) : "");
-      });
+  PlanFollower::Options follow;
+  follow.job = options_.job;
+  follow.rank = rank_;
+  follow.on_view = [this](const herd::v1::EpochView& view) {
+    if (elastic_) WatchMembership(view);
+    if (!Ended(view.job_state()) || view.job_state() == herd::v1::JOB_COMPLETED ||
+        view.job_state() == herd::v1::JOB_PREEMPTED) {
+      return;
+    }
+    NoteJobEnded(view.job_state(), view.end_reason());
+  };
+  // A worker blocked in a collective still asks for its preemption checkpoint.
+  follow.on_interval = [this] { MaybeRequestPreemption(); };
+  follower_ = std::make_unique<PlanFollower>(*client_, std::move(follow), registered_);
   Log().info("worker {} of {} in job '{}' ({} {}, {} epoch(s), batch {}){}", rank_, spec_.workers(),
              options_.job, spec_.training().model(), spec_.mode().mode(), spec_.training().epochs(),
              spec_.training().batch_size(), joining_ ? " joins the running job" : "");
@@ -180,6 +182,7 @@ absl::Status Session::Attach(std::vector<ModelTensor> tensors,
   req.set_node_id(registered_.node_id());
   for (const auto& t : layout) *req.add_tensors() = t;
   req.set_planned_iterations(planned_iterations);
+  req.set_brief(true);  // an answer that does not grow with the job
   planned_iterations_ = planned_iterations;
   layout_ = layout;
   HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus status, client_->DeclareModel(req));
@@ -194,14 +197,23 @@ absl::Status Session::Attach(std::vector<ModelTensor> tensors,
 
 absl::Status Session::WaitRunning() {
   const Deadline deadline = Deadline::After(options_.start_timeout);
+  // The job starts when every process is there: its stream says so (no polling).
+  const scheduler::Follower::State state = follower_->WaitFor(
+      [](const scheduler::Follower::State& s) {
+        return !s.refused.ok() ||
+               (s.view != nullptr && s.view->job_state() != herd::v1::JOB_PENDING);
+      },
+      deadline);
+  if (!state.refused.ok()) return state.refused;
   for (;;) {
-    HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus status, client_->GetJob(options_.job));
+    HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus status, client_->GetJobBrief(options_.job));
     if (status.state() == herd::v1::JOB_RUNNING) {
       spec_ = status.spec();
       return absl::OkStatus();
     }
     if (Ended(status.state())) return scheduler::JobEndedStatus(status);
     if (deadline.expired()) {
+      HERD_ASSIGN_OR_RETURN(status, client_->GetJob(options_.job));  // who is missing
       int workers = 0, servers = 0;
       for (const auto& m : status.workers()) workers += m.alive() ? 1 : 0;
       for (const auto& m : status.servers()) servers += m.alive() ? 1 : 0;
@@ -217,6 +229,10 @@ absl::Status Session::WaitRunning() {
 }
 
 absl::StatusOr<herd::v1::Plan> Session::FetchPlan(int64_t iteration) {
+  return follower_->PlanOf(spec_, iteration, Deadline::After(options_.timeout));
+}
+
+absl::StatusOr<herd::v1::Plan> Session::AskPlan(int64_t iteration) {
   herd::v1::GetPlanRequest req;
   req.set_job(options_.job);
   req.set_iteration(iteration);
@@ -272,6 +288,9 @@ absl::StatusOr<Executor*> Session::BeginIteration(int64_t iteration) {
     HERD_RETURN_IF_ERROR(FollowShrinkOnShards(*plan, iteration));
   }
   if (elastic_ && MembershipChanged(*plan)) {
+    // A worker joins at this boundary (its epoch begins after the horizon): the state after the
+    // iteration before is what every worker goes on from, so dear's last report settles first.
+    if (iteration == plan->epoch_start_iteration()) (void)SettleLaggedReport();
     // A peer of this stretch died: the iteration may be one the survivors run again from an
     // earlier commit (Recover says which), never with the old communicator.
     return absl::UnavailableError(absl::StrFormat(
@@ -287,6 +306,7 @@ absl::StatusOr<Executor*> Session::BeginIteration(int64_t iteration) {
   }
   metrics::WorkerMetrics::Get().SetPlan(plan->mode().mode(), plan->epoch());
   iteration_ = iteration;
+  begun_.store(iteration);
   iteration_begin_ = std::chrono::steady_clock::now();
   HERD_RETURN_IF_ERROR(Explain(executor_->BeginIteration(iteration)));
   return executor_.get();
@@ -384,14 +404,16 @@ absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
   ctx.ps_tls = options_.server_tls;
   ctx.ps_tls_ca_file = options_.server_tls_ca_file;
   ctx.ps_cancel = ps_cancel_;
-  ctx.shard_address = [client = client_,
+  ctx.shard_address = [follower = follower_.get(),
                        job = options_.job](int shard) -> absl::StatusOr<std::string> {
-    HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus status, client->GetJob(job));
-    if (shard < 0 || shard >= status.servers_size() || !status.servers(shard).alive()) {
+    // The shards as the newest view has them (a restarted shard's new address comes with it).
+    std::shared_ptr<const herd::v1::EpochView> view = follower->View();
+    if (view == nullptr || shard < 0 || shard >= view->servers_size() ||
+        !view->servers(shard).alive()) {
       return absl::UnavailableError(
           absl::StrFormat("shard %d of job '%s' is not alive", shard, job));
     }
-    return status.servers(shard).address();
+    return view->servers(shard).address();
   };
   ctx.first_iteration = iteration;
   {
@@ -434,9 +456,12 @@ absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
 }
 
 std::map<int, uint64_t> Session::ShardLiveNodes(const herd::v1::Plan& plan) {
+  // The process holding each live rank: the epoch it registered into the running job at (0:
+  // the one the rank started with). A worker back in its slot is a new incarnation.
   std::map<int, uint64_t> nodes;
-  for (int r : plan.ranks()) {
-    nodes[r] = r >= 0 && r < plan.workers_size() ? plan.workers(r).node_id() : 0;
+  for (int r : plan.ranks()) nodes[r] = 0;
+  for (const auto& inc : plan.incarnations()) {
+    if (auto it = nodes.find(inc.rank()); it != nodes.end()) it->second = inc.epoch();
   }
   return nodes;
 }
@@ -501,11 +526,10 @@ absl::Status Session::EndIteration(const StepStats& step) {
 }
 
 void Session::SendReport(const herd::v1::ReportIterationRequest& report) {
-  // Progress is informational: a report lost to a scheduler restart costs nothing.
-  if (auto r = client_->ReportIteration(report); !r.ok()) {
-    Log().warn("worker {}: report of iteration {}: {}", rank_, report.iteration(),
-               r.status().ToString());
-  }
+  // Batched with the follower's next message (rank 0's within a quarter second, the others'
+  // with their heartbeats); a report lost to a scheduler restart is sent again on the next
+  // stream.
+  follower_->Completed(report.iteration(), report.stats());
 }
 
 absl::Status Session::Flush() {
@@ -555,6 +579,7 @@ absl::StatusOr<herd::v1::JobStatus> Session::Finish(herd::v1::TrainingResult res
   }
   herd::v1::FinishWorkerRequest req;
   req.set_job(options_.job);
+  req.set_brief(true);
   req.set_node_id(registered_.node_id());
   *req.mutable_result() = std::move(result);
   HERD_RETURN_IF_ERROR(timeline_->Write());
@@ -563,7 +588,7 @@ absl::StatusOr<herd::v1::JobStatus> Session::Finish(herd::v1::TrainingResult res
   finished_ = true;
   if (options_.preemptible != nullptr) options_.preemptible->store(false);
   // A finished worker stops heartbeating: the scheduler does not count that as a death.
-  heartbeats_.reset();
+  follower_.reset();
   return status;
 }
 
@@ -610,7 +635,7 @@ absl::Status Session::Diagnose(absl::Status st) {
                            absl::IsDeadlineExceeded(st) || absl::IsCancelled(st);
   const Deadline deadline = Deadline::After(std::chrono::seconds(consequence ? 3 : 0));
   for (;;) {
-    auto status = client_->GetJob(options_.job);
+    auto status = client_->GetJobBrief(options_.job);
     if (status.ok() && Ended(status->state())) {
       NoteJobEnded(status->state(), EndReason(*status));
       return Explain(st);

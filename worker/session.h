@@ -50,12 +50,12 @@
 #include "checkpoint/writer.h"
 #include "common/timeline.h"
 #include "herd/v1/scheduler.pb.h"
-#include "scheduler/client/heartbeat_loop.h"
 #include "scheduler/client/scheduler_client.h"
 #include "transport/connect.h"
 #include "transport/store/store.h"
 #include "worker/elastic_plan.h"
 #include "worker/executor.h"
+#include "worker/plan_follower.h"
 #include "worker/trainable.h"
 
 namespace herd::worker {
@@ -266,8 +266,13 @@ class Session {
   // Waits for the job to exist and not to have ended; takes its spec.
   absl::StatusOr<herd::v1::JobStatus> AwaitJob();
   absl::Status WaitRunning();
-  // The plan of `iteration`; a restarting scheduler (UNAVAILABLE) is waited for.
+  // The plan of `iteration`, computed from the view that governs it (PlanFollower): no call to
+  // the scheduler unless this worker caught up with its horizon (options.timeout).
   absl::StatusOr<herd::v1::Plan> FetchPlan(int64_t iteration);
+  // The plan of `iteration` as the scheduler answers it (GetPlan): for the plan after the last
+  // iteration, whose cut the scheduler makes the final checkpoint. A restarting scheduler
+  // (UNAVAILABLE) is waited for.
+  absl::StatusOr<herd::v1::Plan> AskPlan(int64_t iteration);
   absl::Status SwitchTo(const herd::v1::Plan& plan, int64_t iteration);
   // Checkpoints (session_checkpoint.cc).
   // Saves checkpoint plan.checkpoint_id() at iteration plan.iteration(), the cut.
@@ -315,9 +320,11 @@ class Session {
   // iteration confirmed already, and outside elastic collective jobs (the shards' modes run
   // nothing again).
   absl::Status AwaitLiveWorkersAt(int64_t iteration);
-  // Heartbeat thread: aborts the communicator when a member of the current stretch died, so a
-  // rank blocked in a collective returns at once and can Recover.
-  void WatchMembership(const herd::v1::HeartbeatResponse& answer);
+  // Follower thread, at each view: aborts the communicator when a member of the current stretch
+  // died, so a rank blocked in a collective returns at once and can Recover. A worker joining
+  // changes nothing here: its epoch begins after the horizon, where every worker leaves the
+  // stretch at its iteration boundary (BeginIteration).
+  void WatchMembership(const herd::v1::EpochView& view);
   // Whether the plan's live workers differ from those of the current stretch.
   bool MembershipChanged(const herd::v1::Plan& plan) const;
   // ps_sync and ps_ec after a death: the shards completed the interrupted round without the
@@ -391,7 +398,8 @@ class Session {
   int rank_ = -1;  // until Register
   bool is_registered_ = false;
   std::unique_ptr<Timeline> timeline_ = std::make_unique<Timeline>();  // disabled until Register
-  std::unique_ptr<scheduler::HeartbeatLoop> heartbeats_;
+  // The job's plan and the heartbeats, over one Follow stream (from Register on).
+  std::unique_ptr<PlanFollower> follower_;
 
   std::vector<ModelTensor> tensors_;
   std::optional<optim::OptimizerConfig> optimizer_override_;
@@ -459,7 +467,8 @@ class Session {
   double startup_registered_seconds_ = 0;
   std::chrono::steady_clock::time_point opened_at_;
   std::chrono::steady_clock::time_point registered_at_;
-  std::atomic<uint64_t> watched_epoch_{0};
+  // The iteration begun last, for the follower's thread (WatchMembership).
+  std::atomic<int64_t> begun_{-1};
   // The job's membership generation as the heartbeat last heard it.
   std::atomic<int32_t> job_generation_{0};
 

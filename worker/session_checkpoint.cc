@@ -171,7 +171,7 @@ absl::Status Session::StopAtCheckpoint(const herd::v1::Plan& plan) {
   const Deadline deadline = Deadline::After(options_.preempt_grace);
   HERD_RETURN_IF_ERROR(DrainCheckpoints(deadline));
   for (;;) {
-    HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus status, client_->GetJob(options_.job));
+    HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus status, client_->GetJobBrief(options_.job));
     if (status.state() == herd::v1::JOB_PREEMPTED) {
       preempted_ = true;
       job_over_.store(true);
@@ -242,7 +242,7 @@ absl::Status Session::TakeFinalCheckpoint() {
   // The scheduler starts one checkpoint at a time: one still being written (the policy's, near
   // the end) commits first, else the final cut would find it pending and be skipped.
   for (;;) {
-    HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus status, client_->GetJob(options_.job));
+    HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus status, client_->GetJobBrief(options_.job));
     if (status.state() != herd::v1::JOB_RUNNING) return scheduler::JobEndedStatus(status);
     const auto& pending = status.pending_checkpoint();
     if (pending.id().empty() || pending.iteration() >= end) break;
@@ -254,13 +254,13 @@ absl::Status Session::TakeFinalCheckpoint() {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  HERD_ASSIGN_OR_RETURN(herd::v1::Plan plan, FetchPlan(end));
+  HERD_ASSIGN_OR_RETURN(herd::v1::Plan plan, AskPlan(end));
   if (plan.checkpoint_iteration() != end || plan.checkpoint_id().empty()) return absl::OkStatus();
   if (plan.checkpoint_id() != staged_id_) HERD_RETURN_IF_ERROR(TakeCheckpoint(plan));
   HERD_RETURN_IF_ERROR(DrainCheckpoints(deadline));
   // Finishing ends the job, and the shards with it: the commit comes first.
   for (;;) {
-    HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus status, client_->GetJob(options_.job));
+    HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus status, client_->GetJobBrief(options_.job));
     if (status.last_checkpoint().id() == plan.checkpoint_id()) return absl::OkStatus();
     if (status.state() != herd::v1::JOB_RUNNING) return scheduler::JobEndedStatus(status);
     if (status.pending_checkpoint().id() != plan.checkpoint_id()) {

@@ -14,6 +14,7 @@
 #include "common/logging.h"
 #include "common/status.h"
 #include "plan/modes.h"
+#include "scheduler/client/epoch_plan.h"
 #include "scheduler/client/job_wait.h"
 #include "worker/executor_state.h"
 #include "worker/session.h"
@@ -103,30 +104,26 @@ bool Session::MembershipChanged(const herd::v1::Plan& plan) const {
   return !members_.empty() && plan.membership_generation() != generation_;
 }
 
-void Session::WatchMembership(const herd::v1::HeartbeatResponse& answer) {
-  if (answer.job_state() != herd::v1::JOB_RUNNING) return;
-  if (watched_epoch_.exchange(answer.epoch()) == answer.epoch()) return;
-  auto status = client_->GetJob(options_.job);
-  if (!status.ok()) return;
-  job_generation_.store(status->membership_generation());
+void Session::WatchMembership(const herd::v1::EpochView& view) {
+  if (view.job_state() != herd::v1::JOB_RUNNING) return;
+  job_generation_.store(view.membership_generation());
   std::lock_guard<std::mutex> lock(mu_);
-  if (comm_ == nullptr || members_.empty()) return;
+  if (comm_ == nullptr || members_.empty() || view.membership_generation() == generation_) return;
   std::vector<std::string> gone;
   for (int r : members_) {
-    if (r < status->workers_size() && !status->workers(r).alive()) {
-      gone.push_back(absl::StrFormat("worker '%s' (rank %d)", status->workers(r).name(), r));
-    }
+    if (!scheduler::ViewHasRank(view, r)) gone.push_back(absl::StrFormat("worker %d", r));
   }
   if (!gone.empty()) {
     // Wakes a rank blocked in a collective with the dead peer: it returns now and Recovers.
     (void)comm_->abort(absl::UnavailableError(absl::StrFormat(
-        "%s left job '%s' (%s)", absl::StrJoin(gone, ", "), options_.job, status->epoch_reason())));
-  } else if (status->membership_generation() > generation_) {
-    // A worker joined: the epoch begins at the last iteration every live worker completed, so a
-    // peer may already have left this stretch for the new one (a collective with it would wait
-    // for nothing). Every rank leaves the stretch and Recovers to the epoch's boundary.
+        "%s left job '%s' (%s)", absl::StrJoin(gone, ", "), options_.job, view.epoch_reason())));
+  } else if (view.epoch_start_iteration() <= begun_.load()) {
+    // The membership changed under iterations already begun (a death and a return this worker
+    // saw as one view): the stretch's communicator may hold a dead process. Every rank leaves
+    // it and Recovers to the epoch's boundary. (A worker joining begins after the horizon:
+    // nothing to leave now, every worker leaves the stretch at that boundary.)
     (void)comm_->abort(absl::UnavailableError(absl::StrFormat(
-        "job '%s' changed its membership (%s)", options_.job, status->epoch_reason())));
+        "job '%s' changed its membership (%s)", options_.job, view.epoch_reason())));
   }
 }
 
@@ -151,30 +148,32 @@ absl::Status Session::AwaitLiveWorkersAt(int64_t iteration) {
   }
   const Deadline by =
       Deadline::After(options_.timeout + milliseconds(registered_.heartbeat_timeout_ms()));
-  for (;;) {
-    auto status = client_->GetJob(options_.job);
-    if (status.ok()) {
-      // An ended job: the caller's next call to the scheduler says how.
-      if (Ended(status->state())) return absl::OkStatus();
-      if (status->membership_generation() != generation) {
-        return absl::UnavailableError(absl::StrFormat(
-            "job '%s' changed its membership (%s) while worker %d waited for the live workers "
-            "to complete iteration %d",
-            options_.job, status->epoch_reason(), rank_, iteration));
-      }
-      if (status->completed_iteration() >= iteration) {
-        confirmed_by_all_ = iteration;
-        return absl::OkStatus();
-      }
-    }
-    if (by.expired()) {
-      return absl::DeadlineExceededError(absl::StrFormat(
-          "worker %d: the live workers of job '%s' did not all complete iteration %d in time%s",
-          rank_, options_.job, iteration,
-          status.ok() ? "" : absl::StrCat(" (the scheduler: ", status.status().message(), ")")));
-    }
-    std::this_thread::sleep_for(milliseconds(20));
+  // This worker's report goes now, and the scheduler tells it as soon as every live worker's
+  // has (no polling).
+  follower_->AskCompleted(iteration);
+  const scheduler::Follower::State state = follower_->WaitFor(
+      [&](const scheduler::Follower::State& s) {
+        return !s.refused.ok() || s.completed >= iteration ||
+               (s.view != nullptr && (scheduler::ViewEnded(*s.view) ||
+                                      s.view->membership_generation() != generation));
+      },
+      by);
+  // An ended job: the caller's next call to the scheduler says how.
+  if (state.view != nullptr && scheduler::ViewEnded(*state.view)) return absl::OkStatus();
+  if (state.view != nullptr && state.view->membership_generation() != generation) {
+    return absl::UnavailableError(absl::StrFormat(
+        "job '%s' changed its membership (%s) while worker %d waited for the live workers "
+        "to complete iteration %d",
+        options_.job, state.view->epoch_reason(), rank_, iteration));
   }
+  if (state.completed >= iteration) {
+    confirmed_by_all_ = iteration;
+    return absl::OkStatus();
+  }
+  return absl::DeadlineExceededError(absl::StrFormat(
+      "worker %d: the live workers of job '%s' did not all complete iteration %d in time%s", rank_,
+      options_.job, iteration,
+      state.refused.ok() ? "" : absl::StrCat(" (the scheduler: ", state.refused.message(), ")")));
 }
 
 absl::Status Session::FollowShrinkOnShards(const herd::v1::Plan& plan, int64_t iteration) {
@@ -249,52 +248,53 @@ absl::StatusOr<Session::Rollback> Session::Recover(const absl::Status& error) {
   const milliseconds heartbeat_timeout(registered_.heartbeat_timeout_ms());
 
   // 1. The scheduler names the change: a new membership generation (it declares a dead worker
-  // within its heartbeat timeout). An error with no change behind it is this worker's own.
-  herd::v1::JobStatus job;
+  // within its heartbeat timeout), in the view its stream brings. An error with no change
+  // behind it is this worker's own.
   const Deadline changed_by = Deadline::After(heartbeat_timeout + std::chrono::seconds(3));
-  for (;;) {
-    auto status = client_->GetJob(options_.job);
-    if (status.ok()) {
-      job = *std::move(status);
-      if (Ended(job.state())) {
-        NoteJobEnded(job.state(), EndReason(job));
-        return Explain(error);
-      }
-      if (job.membership_generation() != generation_) break;
-    }
-    if (changed_by.expired()) return Diagnose(error);
-    std::this_thread::sleep_for(milliseconds(100));
+  scheduler::Follower::State heard = follower_->WaitFor(
+      [&](const scheduler::Follower::State& s) {
+        return s.view != nullptr && (scheduler::ViewEnded(*s.view) ||
+                                     s.view->membership_generation() != generation_);
+      },
+      changed_by);
+  if (heard.view == nullptr) return Diagnose(error);
+  std::shared_ptr<const herd::v1::EpochView> view = heard.view;
+  if (scheduler::ViewEnded(*view)) {
+    NoteJobEnded(view->job_state(), view->end_reason());
+    return Explain(error);
   }
-  if (rank_ >= job.workers_size() || !job.workers(rank_).alive()) {
+  if (view->membership_generation() == generation_) return Diagnose(error);
+  if (!scheduler::ViewHasRank(*view, rank_)) {
     return absl::FailedPreconditionError(
         absl::StrFormat("worker %d was declared dead by the scheduler (%s) after: %s", rank_,
-                        job.epoch_reason(), error.message()));
+                        view->epoch_reason(), error.message()));
   }
 
   // 2. Below min_workers the job pauses at this boundary until the scheduler goes on or fails
   // it (after its pending_timeout; this wait is bounded a little beyond that).
   const Deadline pause_by = Deadline::After(milliseconds(spec_.elastic().pending_timeout_ms()) +
                                             heartbeat_timeout + std::chrono::seconds(5));
-  if (job.paused_since_unix_ms() != 0) {
-    Log().warn("worker {}: job '{}' paused: {}", rank_, options_.job, job.pause_reason());
-  }
-  while (job.paused_since_unix_ms() != 0) {
-    if (pause_by.expired()) {
-      return absl::DeadlineExceededError(absl::StrFormat(
-          "job '%s' stayed paused past its pending_timeout: %s", options_.job, job.pause_reason()));
-    }
-    std::this_thread::sleep_for(milliseconds(200));
-    auto status = client_->GetJob(options_.job);
-    if (!status.ok()) continue;
-    job = *std::move(status);
-    if (Ended(job.state())) {
-      NoteJobEnded(job.state(), EndReason(job));
+  if (view->paused()) {
+    Log().warn("worker {}: job '{}' paused: {}", rank_, options_.job, view->pause_reason());
+    heard = follower_->WaitFor(
+        [](const scheduler::Follower::State& s) {
+          return s.view != nullptr && (!s.view->paused() || scheduler::ViewEnded(*s.view));
+        },
+        pause_by);
+    view = heard.view;
+    if (scheduler::ViewEnded(*view)) {
+      NoteJobEnded(view->job_state(), view->end_reason());
       return Explain(error);
+    }
+    if (view->paused()) {
+      return absl::DeadlineExceededError(
+          absl::StrFormat("job '%s' stayed paused past its pending_timeout: %s", options_.job,
+                          view->pause_reason()));
     }
   }
 
   // 3. The commit before the new epoch's first iteration.
-  const int64_t target = job.epoch_start_iteration();
+  const int64_t target = view->epoch_start_iteration();
   auto commit = std::find_if(commits_.begin(), commits_.end(),
                              [&](const Commit& c) { return c.iteration == target - 1; });
   auto position = positions_.find(target);
@@ -310,7 +310,7 @@ absl::StatusOr<Session::Rollback> Session::Recover(const absl::Status& error) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "job '%s' goes on from iteration %d after: %s; worker %d cannot roll back there: it "
         "holds the state after iteration(s) %s",
-        options_.job, target, job.epoch_reason(), rank_, absl::StrJoin(held, ", ")));
+        options_.job, target, view->epoch_reason(), rank_, absl::StrJoin(held, ", ")));
   }
 
   // 4. Tear down the stretch (its communicator is aborted first, so no collective of the old
@@ -318,7 +318,7 @@ absl::StatusOr<Session::Rollback> Session::Recover(const absl::Status& error) {
   bool someone_died = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (int r : members_) someone_died |= r >= job.workers_size() || !job.workers(r).alive();
+    for (int r : members_) someone_died |= !scheduler::ViewHasRank(*view, r);
     if (comm_) (void)comm_->abort(absl::UnavailableError("the job's membership changed"));
   }
   if (executor_) {
@@ -343,8 +343,7 @@ absl::StatusOr<Session::Rollback> Session::Recover(const absl::Status& error) {
   const int64_t lost = OwnStateBytes(commit->state);
   restored_ = std::move(state);
   commits_.erase(std::next(commit), commits_.end());
-  int live = 0;
-  for (const auto& m : job.workers()) live += m.alive() ? 1 : 0;
+  const int live = static_cast<int>(scheduler::ViewRanks(*view).size());
   std::string own;
   if (!someone_died) {
     own = "; no worker of the stretch died (a worker joins: it takes the state from the live ones)";
@@ -358,7 +357,7 @@ absl::StatusOr<Session::Rollback> Session::Recover(const absl::Status& error) {
   Log().warn(
       "worker {}: {}; rolled back to the state after iteration {}, runs iteration {} again with "
       "{} workers ({:.2f} s after the error: {}){}",
-      rank_, job.epoch_reason(), target - 1, target, live,
+      rank_, view->epoch_reason(), target - 1, target, live,
       Seconds(std::chrono::steady_clock::now() - begin).count(), std::string(error.message()), own);
   return Rollback{target, position->second};
 }
@@ -507,13 +506,24 @@ absl::Status Session::JoinRunningJob() {
   const Deadline give_up =
       Deadline::After(options_.start_timeout + milliseconds(spec_.elastic().pending_timeout_ms()));
   for (bool told_paused = false;;) {
-    HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus job, client_->GetJob(options_.job));
-    if (Ended(job.state())) {
-      HERD_RETURN_IF_ERROR(scheduler::JobEndedStatus(job));
+    // The job as this worker's stream has it (the view came with the stream's first event).
+    const scheduler::Follower::State state = follower_->WaitFor(
+        [](const scheduler::Follower::State& s) { return s.view != nullptr || !s.refused.ok(); },
+        give_up);
+    if (state.view == nullptr) {
+      return state.refused.ok() ? absl::DeadlineExceededError(absl::StrFormat(
+                                      "worker %d: no word from the scheduler about job '%s'",
+                                      rank_, options_.job))
+                                : state.refused;
+    }
+    const herd::v1::EpochView job = *state.view;
+    if (Ended(job.job_state())) {
+      HERD_RETURN_IF_ERROR(
+          scheduler::JobEndedStatus(options_.job, job.job_state(), job.end_reason()));
       return absl::FailedPreconditionError(
           absl::StrFormat("job '%s' ended before worker %d could join it", options_.job, rank_));
     }
-    if (job.paused_since_unix_ms() != 0) {
+    if (job.paused()) {
       // Still below min_workers with this one: it waits at the boundary with the others.
       if (give_up.expired()) {
         return absl::DeadlineExceededError(
@@ -523,7 +533,11 @@ absl::Status Session::JoinRunningJob() {
       if (!std::exchange(told_paused, true)) {
         Log().warn("worker {}: job '{}' paused: {}", rank_, options_.job, job.pause_reason());
       }
-      std::this_thread::sleep_for(milliseconds(200));
+      follower_->WaitFor(
+          [&](const scheduler::Follower::State& s) {
+            return s.view != nullptr && (!s.view->paused() || Ended(s.view->job_state()));
+          },
+          Deadline::After(milliseconds(200)));
       continue;
     }
     const int64_t target = job.epoch_start_iteration();
@@ -598,10 +612,11 @@ absl::Status Session::JoinRunningJob() {
     }
     // The membership changed again while this worker connected (another worker died or
     // joined): it joins the epoch after that one.
-    auto now = client_->GetJob(options_.job);
+    std::shared_ptr<const herd::v1::EpochView> now = follower_->View();
     const bool moved =
-        now.ok() && (now->epoch_start_iteration() != target ||
-                     (plan.ok() && now->membership_generation() != plan->membership_generation()));
+        now != nullptr &&
+        (now->epoch_start_iteration() != target ||
+         (plan.ok() && now->membership_generation() != plan->membership_generation()));
     if (!moved || give_up.expired()) return st;
     Log().info("worker {}: the job's membership changed while joining ({}); joining again", rank_,
                st.ToString());
@@ -614,12 +629,14 @@ absl::Status Session::JoinRunningJob() {
 }
 
 absl::StatusOr<std::vector<int>> Session::LiveRanks() const {
-  HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus job, client_->GetJob(options_.job));
-  std::vector<int> live;
-  for (int r = 0; r < job.workers_size(); ++r) {
-    if (job.workers(r).alive()) live.push_back(r);
+  std::shared_ptr<const herd::v1::EpochView> view =
+      follower_ != nullptr ? follower_->View() : nullptr;
+  if (view == nullptr) {
+    return absl::UnavailableError(
+        absl::StrFormat("worker %d: no view of job '%s' from the scheduler yet", rank_,
+                        options_.job));
   }
-  return live;
+  return scheduler::ViewRanks(*view);
 }
 
 BatchSlice Session::DataSlice(int batch_size) const {

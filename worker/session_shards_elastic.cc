@@ -87,8 +87,8 @@ absl::StatusOr<std::vector<int>> Session::HandOverOnShards(const herd::v1::Plan&
     }
     // A joiner (or this worker's view of it) that the job left behind is no error: the next
     // plan says who is live.
-    auto job = client_->GetJob(options_.job);
-    if (job.ok() && job->membership_generation() != generation) {
+    std::shared_ptr<const herd::v1::EpochView> job = follower_->View();
+    if (job != nullptr && job->membership_generation() != generation) {
       Log().warn(
           "worker {}: no state handed to worker {}: the job's membership changed meanwhile "
           "({}; {})",

@@ -14,7 +14,7 @@ grpc::Status ToGrpc(const absl::Status& st) {
   return grpc::Status(static_cast<grpc::StatusCode>(st.code()), std::string(st.message()));
 }
 
-Deadline CallDeadline(const grpc::ServerContext* ctx, std::chrono::nanoseconds max_wait,
+Deadline CallDeadline(const grpc::ServerContextBase* ctx, std::chrono::nanoseconds max_wait,
                       int64_t timeout_ms) {
   auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(
       ctx->deadline() - std::chrono::system_clock::now());
@@ -78,7 +78,7 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> ChannelCredentialsFor(
 BearerTokenCheck::BearerTokenCheck(const std::string& token, std::string service)
     : expected_(token.empty() ? "" : "Bearer " + token), service_(std::move(service)) {}
 
-grpc::Status BearerTokenCheck::Check(const grpc::ServerContext* ctx) const {
+grpc::Status BearerTokenCheck::Check(const grpc::ServerContextBase* ctx) const {
   if (expected_.empty()) return grpc::Status::OK;
   const auto& md = ctx->client_metadata();
   // Two credentials (one right, one wrong) are refused whatever their order: a proxy or client

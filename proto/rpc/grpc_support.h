@@ -21,7 +21,7 @@ grpc::Status ToGrpc(const absl::Status& st);
 
 // The deadline of a blocking call: the client's own, bounded by `max_wait` and by
 // `timeout_ms` when the request sets one (> 0).
-Deadline CallDeadline(const grpc::ServerContext* ctx, std::chrono::nanoseconds max_wait,
+Deadline CallDeadline(const grpc::ServerContextBase* ctx, std::chrono::nanoseconds max_wait,
                       int64_t timeout_ms = 0);
 
 // The whole file; INVALID_ARGUMENT naming `what` and the path when it cannot be read.
@@ -46,7 +46,7 @@ class BearerTokenCheck {
   // An empty token accepts every call.
   BearerTokenCheck(const std::string& token, std::string service);
   // OK, or UNAUTHENTICATED saying whether the token was missing, wrong or given twice.
-  grpc::Status Check(const grpc::ServerContext* ctx) const;
+  grpc::Status Check(const grpc::ServerContextBase* ctx) const;
 
  private:
   std::string expected_;  // "Bearer <token>", or empty

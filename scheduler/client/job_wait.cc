@@ -12,11 +12,12 @@ namespace herd::scheduler {
 
 absl::StatusOr<herd::v1::JobStatus> WaitForJob(SchedulerClient& client, const std::string& job,
                                                Deadline deadline, const std::string& what,
-                                               std::chrono::milliseconds poll) {
+                                               std::chrono::milliseconds poll, bool brief) {
   const auto begin = std::chrono::steady_clock::now();
   bool told = false;
   for (;;) {
-    absl::StatusOr<herd::v1::JobStatus> status = client.GetJob(job);
+    absl::StatusOr<herd::v1::JobStatus> status =
+        brief ? client.GetJobBrief(job) : client.GetJob(job);
     const bool wait = absl::IsNotFound(status.status()) || absl::IsUnavailable(status.status());
     if (!wait) return status;
     if (!told) {

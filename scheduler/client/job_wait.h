@@ -16,10 +16,11 @@ namespace herd::scheduler {
 // The job's status once it exists, asking every `poll` until `deadline`; an unreachable
 // scheduler (UNAVAILABLE) is waited for too. DEADLINE_EXCEEDED says how long it waited and
 // what for; other errors (a bad token, say) come back at once. `what` names the process in
-// the log line printed while it waits.
+// the log line printed while it waits. `brief`: the status without its members (GetJobBrief),
+// an answer that does not grow with the job.
 absl::StatusOr<herd::v1::JobStatus> WaitForJob(
     SchedulerClient& client, const std::string& job, Deadline deadline, const std::string& what,
-    std::chrono::milliseconds poll = std::chrono::milliseconds(500));
+    std::chrono::milliseconds poll = std::chrono::milliseconds(500), bool brief = false);
 
 // The outcome of a job that ended, for one of its processes: OK for COMPLETED and PREEMPTED
 // (stopped after its checkpoint), CANCELLED

@@ -42,6 +42,12 @@ class GrpcSchedulerClient final : public SchedulerClient {
     req.set_name(name);
     return Unary<herd::v1::JobStatus>(req, &Stub::GetJob, "GetJob");
   }
+  absl::StatusOr<herd::v1::JobStatus> GetJobBrief(const std::string& name) override {
+    herd::v1::GetJobRequest req;
+    req.set_name(name);
+    req.set_brief(true);
+    return Unary<herd::v1::JobStatus>(req, &Stub::GetJob, "GetJob");
+  }
   absl::StatusOr<herd::v1::ListJobsResponse> ListJobs() override {
     // The scheduler answers in pages (each below a client's message limit); all of them.
     herd::v1::ListJobsResponse all;
@@ -175,6 +181,53 @@ class GrpcSchedulerClient final : public SchedulerClient {
     return absl::OkStatus();
   }
   uint64_t SeenStateSeq() const override { return seen_state_seq_.load(); }
+  void HearStateSeq(uint64_t seq) override { Heard(seq); }
+
+  // One Follow stream as a gRPC callback reactor. It keeps itself alive (self_) until gRPC's
+  // OnDone, so the caller may drop its reference at any time.
+  class GrpcFollowCall final
+      : public FollowCall,
+        public grpc::ClientBidiReactor<herd::v1::FollowRequest, herd::v1::FollowEvent> {
+   public:
+    GrpcFollowCall(const GrpcSchedulerClient& client, FollowHandler* handler)
+        : client_(client), handler_(handler) {
+      client.Prepare(ctx_, Deadline::Infinite());
+    }
+    void Start(herd::v1::Scheduler::Stub& stub, std::shared_ptr<GrpcFollowCall> self) {
+      self_ = std::move(self);
+      stub.async()->Follow(&ctx_, this);
+      StartRead(&in_);
+      StartCall();
+    }
+    void Write(const herd::v1::FollowRequest& msg) override {
+      out_ = msg;
+      StartWrite(&out_);
+    }
+    void Cancel() override { ctx_.TryCancel(); }
+    void OnReadDone(bool ok) override {
+      if (!ok) return;  // the stream ends: OnDone follows
+      handler_->OnEvent(in_);
+      StartRead(&in_);
+    }
+    void OnWriteDone(bool ok) override { handler_->OnWritten(ok); }
+    void OnDone(const grpc::Status& st) override {
+      handler_->OnEnded(client_.FromGrpc(st, "Follow"));
+      self_.reset();  // may delete this
+    }
+
+   private:
+    const GrpcSchedulerClient& client_;
+    FollowHandler* handler_;
+    grpc::ClientContext ctx_;
+    herd::v1::FollowRequest out_;
+    herd::v1::FollowEvent in_;
+    std::shared_ptr<GrpcFollowCall> self_;
+  };
+  std::shared_ptr<FollowCall> StartFollow(FollowHandler* handler) override {
+    auto call = std::make_shared<GrpcFollowCall>(*this, handler);
+    call->Start(*stub_, call);
+    return call;
+  }
 
  private:
   using Stub = herd::v1::Scheduler::Stub;
@@ -249,6 +302,7 @@ absl::StatusOr<std::unique_ptr<SchedulerClient>> SchedulerClient::Connect(
   // Reconnect quickly after a scheduler restart instead of backing off for up to two minutes.
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  if (options.channel_id != 0) args.SetInt("herd.channel_id", options.channel_id);
   // A call that meets a connection broken by a scheduler restart fails with UNAVAILABLE
   // without having run; retry those (about 1.5 s in all) so a restart is ridden out. The
   // scheduler's own UNAVAILABLE means "shutting down": retrying reaches its successor.

@@ -5,7 +5,7 @@
 //
 // Each client is a witness of the scheduler's state (scheduler/state_sequence.h): it keeps the
 // highest `state_seq` of the answers it got and puts it in every request that has a
-// `seen_state_seq` (RegisterNode, Heartbeat, GetPlan, ReportIteration), so a scheduler that
+// `seen_state_seq` (RegisterNode, Heartbeat, GetPlan, ReportIteration, Follow), so a scheduler that
 // restarted on a state missing what it acknowledged to this process refuses with DATA_LOSS.
 //
 // gRPC headers stay inside scheduler_client.cc. Thread-safe: calls may run concurrently.
@@ -28,6 +28,9 @@ struct ClientOptions {
   std::string tls_ca_file;  // PEM roots that sign the scheduler's certificate (empty: system)
   // The deadline of a call that does not block (everything but Barrier, StoreGet, WatchPlan).
   std::chrono::milliseconds call_timeout{10000};
+  // Clients with the same id (and address) share one connection; another id opens its own (a
+  // benchmark's simulated processes, several to a connection).
+  int channel_id = 0;
 };
 
 class SchedulerClient {
@@ -43,6 +46,8 @@ class SchedulerClient {
       const herd::v1::HeartbeatRequest& req) = 0;
   virtual absl::StatusOr<herd::v1::JobStatus> SubmitJob(const herd::v1::JobSpec& spec) = 0;
   virtual absl::StatusOr<herd::v1::JobStatus> GetJob(const std::string& name) = 0;
+  // The job without what grows with its size (GetJobRequest.brief): its spec and state.
+  virtual absl::StatusOr<herd::v1::JobStatus> GetJobBrief(const std::string& name) = 0;
   virtual absl::StatusOr<herd::v1::ListJobsResponse> ListJobs() = 0;
   virtual absl::StatusOr<herd::v1::JobStatus> SetMode(const herd::v1::SetModeRequest& req) = 0;
   virtual absl::StatusOr<herd::v1::JobStatus> CancelJob(const std::string& name,
@@ -70,10 +75,32 @@ class SchedulerClient {
       const herd::v1::RequestCheckpointRequest& req) = 0;
   virtual absl::StatusOr<herd::v1::ReportCheckpointResponse> ReportCheckpoint(
       const herd::v1::ReportCheckpointRequest& req) = 0;
+  // A Follow stream, callback style (scheduler/client/follower.h uses it): no thread waits on
+  // it, so a process can follow many (a benchmark's simulated workers).
+  class FollowHandler {
+   public:
+    virtual ~FollowHandler() = default;
+    // gRPC's threads call these; OnEnded comes last, once, and nothing comes after it.
+    virtual void OnEvent(const herd::v1::FollowEvent& event) = 0;
+    virtual void OnWritten(bool ok) = 0;  // the Write before it is done (false: the stream broke)
+    virtual void OnEnded(const absl::Status& status) = 0;
+  };
+  class FollowCall {
+   public:
+    virtual ~FollowCall() = default;
+    // One write at a time: the next after OnWritten. The message is copied.
+    virtual void Write(const herd::v1::FollowRequest& msg) = 0;
+    virtual void Cancel() = 0;  // OnEnded follows (CANCELLED)
+  };
+  // Opens a stream whose events go to `handler`, which must outlive its OnEnded. No deadline:
+  // it lasts the process's life.
+  virtual std::shared_ptr<FollowCall> StartFollow(FollowHandler* handler) = 0;
   // grpc.health.v1 Check of the whole server: OK when it serves.
   virtual absl::Status CheckHealth() = 0;
   // The highest state_seq this client heard (0: none yet).
   virtual uint64_t SeenStateSeq() const = 0;
+  // A state_seq heard outside the unary answers (a Follow event).
+  virtual void HearStateSeq(uint64_t seq) = 0;
 };
 
 }  // namespace herd::scheduler

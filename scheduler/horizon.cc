@@ -1,0 +1,69 @@
+#include "scheduler/horizon.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace herd::scheduler {
+
+void RateEstimate::Observe(int64_t iteration, Clock::time_point at) {
+  if (iteration <= highest_) return;
+  if (highest_ >= 0 && at > at_) {
+    const double seconds = std::chrono::duration<double>(at - at_).count();
+    const double now = static_cast<double>(iteration - highest_) / seconds;
+    // Weighted towards the recent rate, smoothed over a few reports (a report is rank 0's
+    // every quarter second, or any worker's heartbeat).
+    rate_ = rate_ == 0 ? now : 0.7 * rate_ + 0.3 * now;
+  }
+  highest_ = iteration;
+  at_ = at;
+}
+
+int64_t RateEstimate::Estimate(Clock::time_point now) const {
+  if (highest_ < 0 || rate_ <= 0 || now <= at_) return highest_;
+  // Never more than a few seconds of extrapolation: a job that stopped reporting has stopped.
+  const double seconds = std::min(std::chrono::duration<double>(now - at_).count(), 5.0);
+  return highest_ + static_cast<int64_t>(std::floor(rate_ * seconds));
+}
+
+int64_t HorizonTarget(const HorizonRule& rule, int64_t granted, const RateEstimate& rate,
+                      RateEstimate::Clock::time_point now, int64_t asked, int64_t planned) {
+  const double seconds = std::chrono::duration<double>(rule.ahead).count();
+  const int64_t ahead =
+      std::max<int64_t>(rule.min_ahead, static_cast<int64_t>(std::ceil(rate.rate() * seconds)));
+  const int64_t at = std::max(rate.Estimate(now), asked - 1);
+  int64_t target = at + ahead;
+  if (planned > 0) target = std::min(target, planned - 1);
+  // A worker waiting at its horizon is answered at once; otherwise the horizon moves in steps
+  // of at least half its lookahead.
+  const bool waited_for = asked > granted;
+  if (target <= granted) return granted;
+  if (!waited_for && target - granted < std::max<int64_t>(1, ahead / 2)) return granted;
+  return target;
+}
+
+std::optional<int64_t> NextPolicyCut(const herd::v1::JobStatus& s, int64_t from, int64_t to,
+                                     int64_t now_unix_ms, bool time_based) {
+  const auto& policy = s.spec().checkpoint();
+  if (policy.dir().empty()) return std::nullopt;
+  // Not at the job's first iteration: that state is the submitted (or resumed) one.
+  const int64_t start = s.has_resumed() ? s.resumed().iteration() : 0;
+  from = std::max(from, start + 1);
+  if (from > to) return std::nullopt;
+  std::optional<int64_t> cut;
+  if (time_based && policy.every_ms() > 0) {
+    const int64_t since = s.last_checkpoint().id().empty() ? s.submitted_unix_ms()
+                                                           : s.last_checkpoint().ended_unix_ms();
+    if (now_unix_ms - since >= policy.every_ms()) cut = from;
+  }
+  if (const int64_t every = policy.every_iterations(); every > 0) {
+    const int64_t first = (from + every - 1) / every * every;
+    if (first <= to && (!cut || first < *cut)) cut = first;
+  }
+  if (s.planned_iterations() > 0 && s.planned_iterations() >= from &&
+      s.planned_iterations() <= to && (!cut || s.planned_iterations() < *cut)) {
+    cut = s.planned_iterations();
+  }
+  return cut;
+}
+
+}  // namespace herd::scheduler
