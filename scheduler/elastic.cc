@@ -60,13 +60,14 @@ int AppendMembershipEvent(herd::v1::JobStatus& next, std::string why, int64_t no
   const int live = LiveWorkers(next);
   event.set_workers_after(live);
   event.set_rerun_from_iteration(next.epoch_start_iteration());
-  // Iterations some worker had begun (fetched the plan of) that the live workers run again. In
+  // Iterations some worker had begun (fetched the plan of, or completed) that the live workers
+  // run again. In
   // a mode the shards run nothing is rolled back: the shards complete the open rounds with the
   // live workers' pushes and the survivors go on where they were.
-  const plan::ModeInfo* mode = plan::FindMode(ModeAt(next, next.issued_iteration()).mode());
+  const plan::ModeInfo* mode = plan::FindMode(ModeAt(next, next.begun_iteration()).mode());
   const bool rolls_back = mode == nullptr || mode->runs_on != plan::RunsOn::kServers;
   event.set_iterations_rerun(
-      rolls_back ? std::max<int64_t>(0, next.issued_iteration() - next.epoch_start_iteration() + 1)
+      rolls_back ? std::max<int64_t>(0, next.begun_iteration() - next.epoch_start_iteration() + 1)
                  : 0);
   auto* events = next.mutable_membership_events();
   if (events->size() >= kMaxMembershipEvents) events->erase(events->begin());

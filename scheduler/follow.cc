@@ -200,6 +200,14 @@ absl::Status SchedulerCore::TakeFollowLocked(Job& job, uint64_t id, const Follow
   if (msg.has_completed_iteration()) {
     HERD_RETURN_IF_ERROR(TakeProgress(job, ref.slot, msg.completed_iteration(), msg.iterations()));
   }
+  if (msg.sync() != 0) {
+    FollowEvent e;
+    e.set_horizon(job.status.issued_iteration());
+    e.set_completed_iteration(job.status.completed_iteration());
+    e.set_state_seq(db_->sequence().current());
+    e.set_synced(msg.sync());
+    f.sink->Send(e);
+  }
   if (msg.answers_notice() != 0 && msg.answers_notice() == job.gathering.notice) {
     f.answered_notice = msg.answers_notice();
   }
@@ -239,6 +247,7 @@ absl::Status SchedulerCore::TakeProgress(
   if (!its.empty()) *p->mutable_stats() = its.rbegin()->stats();
   // A worker that completed an iteration had begun it.
   if (completed > job.status.issued_iteration()) job.status.set_issued_iteration(completed);
+  if (completed > job.status.begun_iteration()) job.status.set_begun_iteration(completed);
   const auto now = Clock::now();
   job.rate.Observe(completed, now);
   job.progress_changed = true;
@@ -291,6 +300,12 @@ void SchedulerCore::FoldProgress(Job& job, Clock::time_point now, bool save) {
 void SchedulerCore::GrantHorizon(Job& job, Clock::time_point now) {
   const JobStatus& s = job.status;
   if (s.state() != herd::v1::JOB_RUNNING || s.paused_since_unix_ms() != 0) return;
+  // A job no worker follows (clients of the per-iteration protocol) is granted one plan at a
+  // time, by the GetPlan of each iteration.
+  const bool followed = std::any_of(job.followers.begin(), job.followers.end(), [](const auto& f) {
+    return f.second.role == herd::v1::ROLE_WORKER;
+  });
+  if (!followed) return;
   const int64_t granted = s.issued_iteration();
   int64_t to = HorizonTarget(HorizonRule{options_.horizon_ahead, options_.min_horizon}, granted,
                              job.rate, now, job.asked_horizon, s.planned_iterations());

@@ -28,8 +28,11 @@ int64_t RateEstimate::Estimate(Clock::time_point now) const {
 int64_t HorizonTarget(const HorizonRule& rule, int64_t granted, const RateEstimate& rate,
                       RateEstimate::Clock::time_point now, int64_t asked, int64_t planned) {
   const double seconds = std::chrono::duration<double>(rule.ahead).count();
-  const int64_t ahead =
-      std::max<int64_t>(rule.min_ahead, static_cast<int64_t>(std::ceil(rate.rate() * seconds)));
+  // At most kMaxAhead: a burst of reports (a measured rate of millions a second) must not
+  // hold the plans of the next hour.
+  constexpr double kMaxAhead = 65536;
+  const int64_t ahead = std::max<int64_t>(
+      rule.min_ahead, static_cast<int64_t>(std::ceil(std::min(rate.rate() * seconds, kMaxAhead))));
   const int64_t at = std::max(rate.Estimate(now), asked - 1);
   int64_t target = at + ahead;
   if (planned > 0) target = std::min(target, planned - 1);

@@ -190,6 +190,13 @@ absl::StatusOr<JobStatus> SchedulerCore::DeclareModel(const herd::v1::DeclareMod
           who, req.planned_iterations(), req.job(), next.planned_iterations()));
     }
     next.set_planned_iterations(req.planned_iterations());
+    // A cut the horizon placed past the end it now declares is never reached: the final
+    // checkpoint takes its place.
+    if (const auto& pending = next.pending_checkpoint();
+        !pending.id().empty() && pending.iteration() > req.planned_iterations()) {
+      AbortCheckpoint(next, absl::StrFormat("the job ends at iteration %d, before its cut %d",
+                                            req.planned_iterations(), pending.iteration()));
+    }
   }
   if (!reason.empty()) {
     AdvanceEpoch(next, std::move(reason));  // the layout changes the plan (the shard map)

@@ -2,6 +2,7 @@
 // failure detector. Every change of membership starts a new epoch.
 
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -348,8 +349,11 @@ void SchedulerCore::SweepJob(Job& job, Clock::time_point now) {
   const auto& mode_now = ModeAt(job.status, job.status.completed_iteration() + 1);
   const plan::ModeInfo* info = plan::FindMode(mode_now.mode());
   const bool rolls_back = info != nullptr && info->runs_on != plan::RunsOn::kServers;
+  const bool followed = std::any_of(job.followers.begin(), job.followers.end(), [](const auto& f) {
+    return f.second.role == herd::v1::ROLE_WORKER;
+  });
   if (silent_workers > 0 && running && IsElastic(job.status.spec()) && rolls_back &&
-      ModeShrinks(mode_now) && !job.followers.empty()) {
+      ModeShrinks(mode_now) && followed) {
     if (job.gathering.notice == 0) {
       job.gathering.notice = ++job.notices;
       job.gathering.deadline =
@@ -365,6 +369,26 @@ void SchedulerCore::SweepJob(Job& job, Clock::time_point now) {
       return;
     }
     if (!GatheringAnswered(job) && now < job.gathering.deadline) return;
+    // A live worker that did not answer (its stream is gone: it died a moment after the other,
+    // and is declared next) must not hold the new epoch back to its last batched report: the
+    // epoch begins after what the workers that answered completed.
+    int64_t answered_low = INT64_MAX;
+    std::set<int> answered;
+    for (const auto& [id, f] : job.followers) {
+      if (f.role != herd::v1::ROLE_WORKER || f.answered_notice != job.gathering.notice) continue;
+      answered.insert(f.slot);
+      answered_low = std::min(answered_low, job.status.progress(f.slot).iteration());
+    }
+    if (answered_low != INT64_MAX) {
+      for (int i = 0; i < job.status.workers_size(); ++i) {
+        auto* p = job.status.mutable_progress(i);
+        if (job.status.workers(i).alive() && !answered.contains(i) &&
+            p->iteration() < answered_low) {
+          p->set_iteration(answered_low);
+        }
+      }
+    }
+    job.progress_changed = true;
     FoldProgress(job, now, /*save=*/false);
   }
   job.gathering.notice = 0;

@@ -353,6 +353,7 @@ absl::Status SchedulerCore::Commit(Job& job, JobStatus next, uint64_t next_node_
   HERD_RETURN_IF_ERROR(db_->PutJob(next, next_node_id, sync));
   RecordJobMetrics(job.status, next);
   const bool new_epoch = next.epoch() != job.status.epoch();
+  if (new_epoch) job.previous_view = EpochViewOf(job.status);
   job.status = std::move(next);
   job.progress_unsaved = false;  // the record just written holds the progress too
   job.progress_saved_at = Clock::now();
@@ -394,6 +395,7 @@ absl::StatusOr<JobStatus> SchedulerCore::SubmitJob(const herd::v1::JobSpec& in) 
   status.set_epoch_reason("submitted");
   status.set_completed_iteration(-1);
   status.set_issued_iteration(-1);
+  status.set_begun_iteration(-1);
   status.set_submitted_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
                                    .count());
@@ -404,6 +406,7 @@ absl::StatusOr<JobStatus> SchedulerCore::SubmitJob(const herd::v1::JobSpec& in) 
     status.set_epoch_start_iteration(start);
     status.set_completed_iteration(start - 1);
     status.set_issued_iteration(start - 1);
+    status.set_begun_iteration(start - 1);
     status.set_epoch_reason(absl::StrFormat("submitted, resuming from %s at iteration %d",
                                             resume.resumed().path(), start));
   }

@@ -262,6 +262,9 @@ class SchedulerCore {
     Clock::time_point progress_saved_at;
     Gathering gathering;
     uint64_t notices = 0;  // notices sent so far
+    // The epoch before the current one: a change placed after the horizon begins in the future,
+    // and the iterations before it are still the previous epoch's (GetPlan serves them).
+    std::optional<herd::v1::EpochView> previous_view;
   };
 
   explicit SchedulerCore(SchedulerOptions options);

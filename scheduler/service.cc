@@ -99,6 +99,7 @@ class FollowSink final : public SchedulerCore::FollowSink {
     if (e.notice() != 0) pending_.set_notice(e.notice());
     if (e.interval_ms() != 0) pending_.set_interval_ms(e.interval_ms());
     if (e.heartbeat_timeout_ms() != 0) pending_.set_heartbeat_timeout_ms(e.heartbeat_timeout_ms());
+    if (e.synced() != 0) pending_.set_synced(std::max(pending_.synced(), e.synced()));
     has_pending_ = true;
   }
   void StartIfIdle() {

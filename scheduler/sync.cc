@@ -12,6 +12,7 @@
 #include "scheduler/elastic.h"
 #include "scheduler/job_metrics.h"
 #include "scheduler/limits.h"
+#include "scheduler/client/epoch_plan.h"
 #include "scheduler/plan_builder.h"
 #include "scheduler/scheduler_core.h"
 
@@ -47,6 +48,14 @@ absl::StatusOr<herd::v1::Plan> SchedulerCore::GetPlan(const herd::v1::GetPlanReq
     return BuildPlan(job->status, job->status.epoch_start_iteration());
   }
   HERD_RETURN_IF_ERROR(CheckEpoch(*job, req.epoch(), "plan an iteration"));
+  // An iteration before an epoch that begins after the horizon (a worker joins there) is still
+  // the previous epoch's, as the view a following worker holds says.
+  if (const auto& prev = job->previous_view;
+      req.iteration() < job->status.epoch_start_iteration() && prev.has_value() &&
+      req.iteration() > job->status.completed_iteration() &&
+      req.iteration() >= prev->epoch_start_iteration()) {
+    return BuildPlan(job->status.spec(), *prev, req.iteration());
+  }
   if (req.iteration() < job->status.epoch_start_iteration()) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "iteration %d of job '%s' is before the current epoch %d, which begins at iteration %d "
@@ -69,8 +78,27 @@ absl::StatusOr<herd::v1::Plan> SchedulerCore::GetPlan(const herd::v1::GetPlanReq
           DescribeMember(ref.role, *m), req.iteration(), req.job(), limits::kMaxIterationsAhead,
           job->status.completed_iteration()));
     }
+    // The plan after a job's last iteration is the final checkpoint's cut: every worker ran the
+    // same count (DeclareModel checks it), so none begins that iteration, and the cut holds even
+    // when the horizon granted past it (a script that declared its end only at the end).
+    const int64_t planned = job->status.planned_iterations();
+    const bool final_cut = ref.role == herd::v1::ROLE_WORKER && planned > 0 &&
+                           req.iteration() == planned &&
+                           job->status.state() == herd::v1::JOB_RUNNING &&
+                           job->status.pending_checkpoint().id().empty() &&
+                           job->status.last_checkpoint().iteration() != planned &&
+                           PolicyWantsCheckpoint(job->status, planned);
     // A worker fetching the plan of an iteration begins it: a mode switch must come later.
-    if (ref.role == herd::v1::ROLE_WORKER && req.iteration() > job->status.issued_iteration()) {
+    if (ref.role == herd::v1::ROLE_WORKER && req.iteration() != planned) {
+      job->status.set_begun_iteration(std::max(job->status.begun_iteration(), req.iteration()));
+    }
+    if (final_cut && req.iteration() <= job->status.issued_iteration()) {
+      herd::v1::JobStatus next = job->status;
+      HERD_RETURN_IF_ERROR(StartCheckpoint(*job, next, planned, next.spec().checkpoint().dir(),
+                                           "final", /*preempt=*/false));
+      HERD_RETURN_IF_ERROR(Commit(*job, std::move(next), next_node_id_, /*sync=*/true));
+    } else if (ref.role == herd::v1::ROLE_WORKER &&
+               req.iteration() > job->status.issued_iteration()) {
       herd::v1::JobStatus next = job->status;
       next.set_issued_iteration(req.iteration());
       // No worker has begun this iteration yet, so it can be the cut of a checkpoint the

@@ -577,6 +577,10 @@ absl::StatusOr<herd::v1::JobStatus> Session::Finish(herd::v1::TrainingResult res
     auto passed = client_->Barrier(barrier, Deadline::After(options_.timeout));
     if (!passed.ok()) return Diagnose(passed.status());
   }
+  // The last iterations' reports (rank 0's are the job's history) are in before it finishes.
+  if (auto st = follower_->Flush(Deadline::After(options_.timeout)); !st.ok()) {
+    Log().warn("worker {}: {}", rank_, std::string(st.message()));
+  }
   herd::v1::FinishWorkerRequest req;
   req.set_job(options_.job);
   req.set_brief(true);

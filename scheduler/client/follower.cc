@@ -5,6 +5,7 @@
 #include <queue>
 #include <thread>
 
+#include "absl/strings/str_format.h"
 #include "common/logging.h"
 #include "metrics/process_metrics.h"
 #include "scheduler/limits.h"
@@ -196,8 +197,27 @@ void Follower::AskCompleted(int64_t iteration) {
   TrySend();
 }
 
+absl::Status Follower::Flush(Deadline deadline) {
+  uint64_t ticket = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ticket = ++sync_asked_;
+    send_now_ = true;
+  }
+  TrySend();
+  std::unique_lock<std::mutex> lock(mu_);
+  // A stream that breaks meanwhile: the sync goes again with the next stream's first message.
+  while (synced_ < ticket && !stopping_ && !deadline.expired()) {
+    changed_.wait_for(lock,
+                      std::min<std::chrono::nanoseconds>(deadline.remaining(), milliseconds(100)));
+  }
+  if (synced_ >= ticket) return absl::OkStatus();
+  return absl::DeadlineExceededError(absl::StrFormat(
+      "%s: the scheduler did not confirm the last reports in time", options_.what));
+}
+
 bool Follower::SendDue(Clock::time_point now) const {
-  if (fresh_stream_ || send_now_) return true;
+  if (fresh_stream_ || send_now_ || sync_asked_ > sync_sent_) return true;
   if (notice_ != 0 && notice_ != answered_) return true;
   if (now - last_sent_ >= interval_) return true;
   return options_.report_interval.count() > 0 && completed_unsent_ &&
@@ -223,6 +243,10 @@ herd::v1::FollowRequest Follower::NextMessage() {
   if (answering) {
     msg.set_answers_notice(notice_);
     answered_ = notice_;
+  }
+  if (sync_asked_ > sync_sent_) {
+    msg.set_sync(sync_asked_);
+    sync_sent_ = sync_asked_;
   }
   send_now_ = false;
   fresh_stream_ = false;
@@ -260,6 +284,7 @@ void Follower::OnWritten(bool ok) {
       // Not delivered: what it carried goes with the first message of the next stream.
       if (in_flight_.has_completed_iteration()) completed_unsent_ = true;
       if (in_flight_.answers_notice() != 0) answered_ = 0;
+      if (in_flight_.sync() != 0) sync_sent_ = synced_;
       return;  // the stream is ending: OnEnded follows
     }
   }
@@ -290,6 +315,7 @@ void Follower::OnEvent(const herd::v1::FollowEvent& event) {
       notice_ = event.notice();  // answered at once, with where this worker is
       answer = options_.worker;
     }
+    synced_ = std::max(synced_, event.synced());
     if (want_horizon_ <= state_.horizon) want_horizon_ = 0;
     if (want_completed_ <= state_.completed) want_completed_ = 0;
   }

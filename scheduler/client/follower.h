@@ -84,6 +84,9 @@ class Follower : private SchedulerClient::FollowHandler {
   void AskHorizon(int64_t iteration);
   // Asks to hear once every live worker completed `iteration`, at once (with the progress).
   void AskCompleted(int64_t iteration);
+  // Sends what is not sent yet (the last reports) and waits until the scheduler took it, or
+  // the deadline: a process about to finish makes sure its history is complete.
+  absl::Status Flush(Deadline deadline);
 
   // Counters for benchmarks: messages sent up and their bytes, events taken and theirs.
   uint64_t messages_sent() const { return sent_.load(); }
@@ -137,6 +140,9 @@ class Follower : private SchedulerClient::FollowHandler {
   uint64_t notice_ ABSL_GUARDED_BY(mu_) = 0;  // the newest one heard
   uint64_t answered_ ABSL_GUARDED_BY(mu_) = 0;
   bool send_now_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t sync_asked_ ABSL_GUARDED_BY(mu_) = 0;   // the newest sync to send
+  uint64_t sync_sent_ ABSL_GUARDED_BY(mu_) = 0;    // ... sent
+  uint64_t synced_ ABSL_GUARDED_BY(mu_) = 0;       // ... answered
   bool fresh_stream_ ABSL_GUARDED_BY(mu_) = false;  // a new stream: identify at once
 
   std::atomic<uint64_t> sent_{0}, sent_bytes_{0}, taken_{0}, taken_bytes_{0};

@@ -281,6 +281,8 @@ TEST_F(Elastic, ARestartedWorkerTakesItsSlotBackAtANewEpoch) {
   Report("j", ids[0], 10);
   Report("j", ids[2], 10);
 
+  // Iteration 10 is the newest one a worker began (completed): the horizon granted.
+  ASSERT_EQ(core_->GetJob("j")->issued_iteration(), 10);
   auto back = Join("j", "w1");
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->rank(), 1) << "the same name takes its old slot";
@@ -288,35 +290,46 @@ TEST_F(Elastic, ARestartedWorkerTakesItsSlotBackAtANewEpoch) {
   auto job = core_->GetJob("j");
   EXPECT_TRUE(job->workers(1).alive());
   EXPECT_EQ(job->membership_generation(), 2) << "a new communicator with the newcomer";
-  EXPECT_EQ(job->epoch_start_iteration(), 10) << "after the last iteration every worker completed";
-  EXPECT_EQ(job->progress(1).iteration(), 9) << "the newcomer starts at the boundary";
+  EXPECT_EQ(job->epoch_start_iteration(), 11)
+      << "after every iteration a worker may have begun (the horizon): nobody runs one again";
+  EXPECT_EQ(job->workers(1).joined_epoch(), job->epoch()) << "a new incarnation of slot 1";
+  EXPECT_EQ(job->progress(1).iteration(), 10) << "the newcomer starts at the boundary";
   EXPECT_EQ(job->worker_failures(), 1) << "a join does not undo a failure";
   ASSERT_EQ(job->membership_events_size(), 2);
   const auto& ev = job->membership_events(1);
   EXPECT_TRUE(ev.joined());
   EXPECT_NE(ev.what().find("worker 'w1' (rank 1) rejoined"), std::string::npos) << ev.what();
   EXPECT_EQ(ev.workers_after(), 4);
-  EXPECT_EQ(ev.rerun_from_iteration(), 10);
+  EXPECT_EQ(ev.rerun_from_iteration(), 11);
   EXPECT_EQ(ev.resumed_unix_ms(), 0);
 
+  // Worker 3 finishes iteration 10 with the three it began it with; from 11 on there are four.
   herd::v1::GetPlanRequest req;
   req.set_job("j");
   req.set_iteration(10);
+  auto before = core_->GetPlan(req);
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_EQ(std::vector<int>(before->ranks().begin(), before->ranks().end()),
+            (std::vector<int>{0, 2, 3}));
+  EXPECT_EQ(before->membership_generation(), 1);
+  req.set_iteration(11);
   auto plan = core_->GetPlan(req);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(std::vector<int>(plan->ranks().begin(), plan->ranks().end()),
             (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(plan->membership_generation(), 2);
+  ASSERT_EQ(plan->incarnations_size(), 1);
+  EXPECT_EQ(plan->incarnations(0).rank(), 1);
 
-  // Training went on once all four completed iteration 10: the rejoin time is on the event.
-  for (int w : {0, 2, 3}) Report("j", ids[w], 10);
+  // Training went on once all four completed iteration 11: the rejoin time is on the event.
+  for (int w : {0, 2, 3}) Report("j", ids[w], 11);
   EXPECT_EQ(core_->GetJob("j")->membership_events(1).resumed_unix_ms(), 0)
       << "the newcomer has not completed an iteration yet";
-  Report("j", back->node_id(), 10);
+  Report("j", back->node_id(), 11);
   job = core_->GetJob("j");
   EXPECT_GE(job->membership_events(1).resumed_unix_ms(),
             job->membership_events(1).detected_unix_ms());
-  EXPECT_EQ(job->completed_iteration(), 10);
+  EXPECT_EQ(job->completed_iteration(), 11);
 
   // Another name takes a dead slot too (a replacement), and is an event of its own.
   KeepAlive("j", {ids[0], back->node_id(), ids[3]}, 700ms);
@@ -404,7 +417,8 @@ TEST_F(Elastic, ANewcomerGrowsTheJobUpToMaxWorkers) {
             (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(plan->ring_size(), 4);
   EXPECT_EQ(plan->world_size(), 4);
-  EXPECT_EQ(plan->workers_size(), 4);
+  ASSERT_EQ(plan->incarnations_size(), 1) << "the new slot's worker joined the running job";
+  EXPECT_EQ(plan->incarnations(0).rank(), 3);
 
   // At max_workers: refused, naming it, and the job is unchanged.
   const std::string before = core_->GetJob("g")->SerializeAsString();
