@@ -113,6 +113,13 @@ class SchedulerCore {
   absl::Status StoreSet(std::string_view job, std::string_view key, std::string_view value);
   absl::StatusOr<std::string> StoreGet(std::string_view job, std::string_view key,
                                        Deadline deadline);
+  // Several keys in one call (StoreGetMany): waits until every key of `req` is set and answers
+  // their values in order. At the deadline DEADLINE_EXCEEDED names the keys still missing, or,
+  // with req.partial, the answer holds the values set and the positions of the others.
+  // INVALID_ARGUMENT for no keys, more than limits::kMaxStoreGetManyKeys or a bad key;
+  // RESOURCE_EXHAUSTED when the values would pass limits::kMaxStoreGetManyAnswerBytes.
+  absl::StatusOr<herd::v1::StoreGetManyResponse> StoreGetMany(
+      const herd::v1::StoreGetManyRequest& req, Deadline deadline);
 
   // Checkpoints (checkpoints.cc). RequestCheckpoint schedules one at the cut, the first
   // iteration no worker has begun (a pending one whose cut no worker has begun is answered

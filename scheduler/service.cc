@@ -149,6 +149,13 @@ class SchedulerService final : public herd::v1::Scheduler::Service {
     resp->set_value(std::move(*value));
     return grpc::Status::OK;
   }
+  grpc::Status StoreGetMany(ServerContext* ctx, const herd::v1::StoreGetManyRequest* req,
+                            herd::v1::StoreGetManyResponse* resp) override {
+    return Answer(
+        ctx,
+        [&] { return core_->StoreGetMany(*req, CallDeadline(ctx, kMaxWait, req->timeout_ms())); },
+        resp);
+  }
 
  private:
   grpc::Status Authenticate(const ServerContext* ctx) const { return token_.Check(ctx); }

@@ -273,4 +273,80 @@ absl::StatusOr<std::string> SchedulerCore::StoreGet(std::string_view name, std::
   }
 }
 
+absl::StatusOr<herd::v1::StoreGetManyResponse> SchedulerCore::StoreGetMany(
+    const herd::v1::StoreGetManyRequest& req, Deadline deadline) {
+  const auto& keys = req.keys();
+  const size_t n = static_cast<size_t>(keys.size());
+  if (n == 0) return absl::InvalidArgumentError("StoreGetMany names no key");
+  if (n > limits::kMaxStoreGetManyKeys) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("StoreGetMany names %d keys, more than the limit of %d; ask in parts", n,
+                        limits::kMaxStoreGetManyKeys));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    HERD_RETURN_IF_ERROR(
+        CheckText(absl::StrFormat("store key %d of the request", i), keys[i], kMaxKeyBytes));
+  }
+  const std::string& name = req.job();
+  auto too_large = [&](size_t upto) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "the values of the first %d of the %d store keys asked for hold more than %d bytes, the "
+        "most one answer carries; ask for fewer keys at a time",
+        upto, n, limits::kMaxStoreGetManyAnswerBytes));
+  };
+  std::unique_lock<std::mutex> lock(mu_);
+  // keys[0, found) were set at the last look (a key is written once; the job's ending drops
+  // its store, which FindActiveJob notices), so each wake-up looks only past them.
+  size_t found = 0, bytes = 0;
+  while (true) {
+    if (shutdown_) return ShuttingDown("read store keys");
+    if (!refusal_.ok()) return refusal_;
+    HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(name, "read store keys"));
+    for (; found < n; ++found) {
+      auto it = job->kv.find(keys[found]);
+      if (it == job->kv.end()) break;
+      bytes += it->second.size();
+      if (bytes > limits::kMaxStoreGetManyAnswerBytes) return too_large(found + 1);
+    }
+    const bool expired = deadline.expired();
+    if (found == n || expired) {
+      herd::v1::StoreGetManyResponse resp;
+      std::vector<size_t> missing;
+      size_t answered = 0;
+      for (size_t i = 0; i < n; ++i) {
+        auto it = job->kv.find(keys[i]);
+        if (it == job->kv.end()) {
+          missing.push_back(i);
+          resp.add_values();
+          continue;
+        }
+        answered += it->second.size();
+        if (answered > limits::kMaxStoreGetManyAnswerBytes) return too_large(i + 1);
+        resp.add_values(it->second);
+      }
+      if (missing.empty()) return resp;
+      if (expired) {
+        if (req.partial()) {
+          for (size_t i : missing) resp.add_missing(static_cast<uint32_t>(i));
+          return resp;
+        }
+        std::string named;
+        for (size_t i = 0; i < missing.size() && i < 8; ++i) {
+          absl::StrAppendFormat(&named, "%s'%s'", i == 0 ? "" : ", ", Echo(keys[missing[i]]));
+        }
+        if (missing.size() > 8) absl::StrAppendFormat(&named, " and %d more", missing.size() - 8);
+        return absl::DeadlineExceededError(
+            absl::StrFormat("store key%s %s (%d of %d) of job '%s' %s not set before the deadline",
+                            missing.size() == 1 ? "" : "s", named, missing.size(), n, name,
+                            missing.size() == 1 ? "was" : "were"));
+      }
+      // Not there after all (the job's store was dropped and built again): look again.
+      found = 0;
+      bytes = 0;
+      continue;
+    }
+    WaitChanged(lock, deadline);
+  }
+}
+
 }  // namespace herd::scheduler
