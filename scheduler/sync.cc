@@ -298,10 +298,21 @@ absl::StatusOr<herd::v1::StoreGetManyResponse> SchedulerCore::StoreGetMany(
   // keys[0, found) were set at the last look (a key is written once; the job's ending drops
   // its store, which FindActiveJob notices), so each wake-up looks only past them.
   size_t found = 0, bytes = 0;
-  while (true) {
+  for (bool first = true;; first = false) {
     if (shutdown_) return ShuttingDown("read store keys");
     if (!refusal_.ok()) return refusal_;
     HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(name, "read store keys"));
+    if (first) {
+      // Values already there that no answer could carry: refused now rather than after a wait.
+      size_t present = 0;
+      for (size_t i = 0; i < n; ++i) {
+        auto it = job->kv.find(keys[i]);
+        if (it != job->kv.end() &&
+            (present += it->second.size()) > limits::kMaxStoreGetManyAnswerBytes) {
+          return too_large(i + 1);
+        }
+      }
+    }
     for (; found < n; ++found) {
       auto it = job->kv.find(keys[found]);
       if (it == job->kv.end()) break;
