@@ -120,6 +120,14 @@ inline constexpr size_t kMaxStoreKeysPerJob = 65536;
 inline constexpr size_t kMaxStoreBytesPerJob = 64 << 20;
 // All stores together (the stores live in memory and in RocksDB).
 inline constexpr size_t kMaxStoreBytesTotal = 1 << 30;
+// Keys of one StoreGetMany. A rank of a UCX communicator reads its peers' records in one call:
+// about 3 log2(P) keys (35 at 4,096 ranks); 4,096 lets one call read every record of a
+// 4,096-rank communicator. The request itself stays below kMaxRequestBytes (gRPC refuses it
+// otherwise), so the keys' bytes need no bound of their own.
+inline constexpr size_t kMaxStoreGetManyKeys = 4096;
+// The values one StoreGetMany answers: below kMaxAnswerBytes with room for the framing (a few
+// bytes a value). 4,096 UCX records of 250 bytes are 1 MiB.
+inline constexpr size_t kMaxStoreGetManyAnswerBytes = 3 << 20;
 
 // --- JobSpec files (the client's YAML reader) --------------------------------------------------
 

@@ -189,6 +189,14 @@ void SchedulerCore::Shutdown() {
       });
     }
     job.store_waiters.clear();
+    for (auto& [key, w] : job.many_waiters) {
+      Complete([done = std::move(w->done)] {
+        done(absl::UnavailableError(
+            "cannot read store keys: the scheduler is shutting down; retry against its "
+            "successor"));
+      });
+    }
+    job.many_waiters.clear();
     for (auto& w : job.barrier_waiters) {
       Complete([done = std::move(w.done)] {
         done(absl::UnavailableError(

@@ -136,6 +136,13 @@ class SchedulerCore {
   absl::Status StoreSet(std::string_view job, std::string_view key, std::string_view value);
   absl::StatusOr<std::string> StoreGet(std::string_view job, std::string_view key,
                                        Deadline deadline);
+  // Several keys in one call (StoreGetMany): waits until every key of `req` is set and answers
+  // their values in order. At the deadline DEADLINE_EXCEEDED names the keys still missing, or,
+  // with req.partial, the answer holds the values set and the positions of the others.
+  // INVALID_ARGUMENT for no keys, more than limits::kMaxStoreGetManyKeys or a bad key;
+  // RESOURCE_EXHAUSTED when the values would pass limits::kMaxStoreGetManyAnswerBytes.
+  absl::StatusOr<herd::v1::StoreGetManyResponse> StoreGetMany(
+      const herd::v1::StoreGetManyRequest& req, Deadline deadline);
 
   // The asynchronous forms of the waits: `done` runs exactly once, with the answer, either
   // before the call returns or later on another thread (never under the core's lock).
@@ -144,6 +151,9 @@ class SchedulerCore {
                      StoreDone done);
   using BarrierDone = std::function<void(absl::StatusOr<herd::v1::BarrierResponse>)>;
   void BarrierAsync(const herd::v1::BarrierRequest& req, Deadline deadline, BarrierDone done);
+  using StoreManyDone = std::function<void(absl::StatusOr<herd::v1::StoreGetManyResponse>)>;
+  void StoreGetManyAsync(const herd::v1::StoreGetManyRequest& req, Deadline deadline,
+                         StoreManyDone done);
 
   // ---- Following a job (follow.cc) ----
   // Where the core sends one stream's events (the gRPC edge queues them for its writer). Send
@@ -212,6 +222,15 @@ class SchedulerCore {
     Deadline deadline = Deadline::Infinite();
     StoreDone done;
   };
+  // A StoreGetMany that waits: filed under the first key it still misses, moved to the next
+  // one when that key is set.
+  struct ManyWaiter {
+    herd::v1::StoreGetManyRequest req;
+    size_t found = 0;  // req.keys[0, found) were set at the last look
+    size_t bytes = 0;  // their values
+    Deadline deadline = Deadline::Infinite();
+    StoreManyDone done;
+  };
   struct BarrierWaiter {
     std::string key;  // "worker/<name>" or "server/<name>"
     std::string name;
@@ -250,6 +269,7 @@ class SchedulerCore {
     size_t kv_bytes = 0;      // its keys and values
     // Asynchronous waits.
     std::multimap<std::string, StoreWaiter> store_waiters;  // by key
+    std::multimap<std::string, std::unique_ptr<ManyWaiter>> many_waiters;  // by missing key
     std::vector<BarrierWaiter> barrier_waiters;
     // Following (follow.cc): the streams by id, the view they were sent, the horizon's rate.
     std::map<uint64_t, Follower> followers;
@@ -344,6 +364,10 @@ class SchedulerCore {
   // (ABORTED) or of a job that ended, store reads of a job that ended.
   void SettleWaits(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ExpireWaits(Clock::time_point now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A StoreGetMany's answer once every key is set, or `expired`; nullopt while it waits.
+  std::optional<absl::StatusOr<herd::v1::StoreGetManyResponse>> GetManyAnswer(
+      const Job& job, ManyWaiter& w, bool expired) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void WakeManyWaiters(Job& job, const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Following (follow.cc).
   // After a commit: sends the job's view to its streams when it changed (not while the job is

@@ -36,7 +36,8 @@ grpc::Status ToGrpc(const absl::Status& st) {
 // that serves the short calls.
 using AsyncMethods = herd::v1::Scheduler::WithCallbackMethod_Follow<
     herd::v1::Scheduler::WithCallbackMethod_StoreGet<
-        herd::v1::Scheduler::WithCallbackMethod_Barrier<herd::v1::Scheduler::Service>>>;
+        herd::v1::Scheduler::WithCallbackMethod_StoreGetMany<
+            herd::v1::Scheduler::WithCallbackMethod_Barrier<herd::v1::Scheduler::Service>>>>;
 
 // Counts the call of `method` on the scheduler's /metrics.
 void Count(const char* method) { metrics::SchedulerMetrics::Get().Rpc(method).Increment(); }
@@ -331,6 +332,23 @@ class SchedulerService final : public AsyncMethods {
                            if (v.ok()) resp->set_value(std::move(*v));
                            reactor->Finish(v.ok() ? grpc::Status::OK : ToGrpc(v.status()));
                          });
+    return reactor;
+  }
+  grpc::ServerUnaryReactor* StoreGetMany(grpc::CallbackServerContext* ctx,
+                                         const herd::v1::StoreGetManyRequest* req,
+                                         herd::v1::StoreGetManyResponse* resp) override {
+    Count("StoreGetMany");
+    auto* reactor = ctx->DefaultReactor();
+    if (auto st = Authenticate(ctx); !st.ok()) {
+      reactor->Finish(st);
+      return reactor;
+    }
+    core_->StoreGetManyAsync(
+        *req, CallDeadline(ctx, kMaxWait, req->timeout_ms()),
+        [reactor, resp](absl::StatusOr<herd::v1::StoreGetManyResponse> r) {
+          if (r.ok()) *resp = std::move(*r);
+          reactor->Finish(r.ok() ? grpc::Status::OK : ToGrpc(r.status()));
+        });
     return reactor;
   }
 

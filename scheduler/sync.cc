@@ -288,6 +288,7 @@ absl::Status SchedulerCore::StoreSet(std::string_view name, std::string_view key
     Complete([d = std::move(it->second.done), v = std::string(value)] { d(v); });
   }
   job->store_waiters.erase(first, last);
+  WakeManyWaiters(*job, std::string(key));
   changed_.notify_all();
   return absl::OkStatus();
 }
@@ -370,6 +371,14 @@ void SchedulerCore::SettleWaits(Job& job) {
       });
     }
     job.store_waiters.clear();
+    for (auto& [key, w] : job.many_waiters) {
+      Complete([d = std::move(w->done), name, key = key, state = job.status.state()] {
+        d(absl::FailedPreconditionError(absl::StrFormat(
+            "cannot read store keys: job '%s' has ended (%s) while store key '%s' was awaited",
+            name, JobStateName(state), key)));
+      });
+    }
+    job.many_waiters.clear();
   }
 }
 
@@ -385,6 +394,15 @@ void SchedulerCore::ExpireWaits(Clock::time_point) {
             "store key '%s' of job '%s' was not set before the deadline", key, name)));
       });
       it = job.store_waiters.erase(it);
+    }
+    for (auto it = job.many_waiters.begin(); it != job.many_waiters.end();) {
+      if (!it->second->deadline.expired()) {
+        ++it;
+        continue;
+      }
+      auto r = GetManyAnswer(job, *it->second, true);
+      Complete([d = std::move(it->second->done), r = std::move(*r)]() mutable { d(std::move(r)); });
+      it = job.many_waiters.erase(it);
     }
     auto& waiters = job.barrier_waiters;
     for (auto it = waiters.begin(); it != waiters.end();) {
@@ -408,6 +426,130 @@ void SchedulerCore::ExpireWaits(Clock::time_point) {
       });
       it = waiters.erase(it);
     }
+  }
+}
+
+absl::StatusOr<herd::v1::StoreGetManyResponse> SchedulerCore::StoreGetMany(
+    const herd::v1::StoreGetManyRequest& req, Deadline deadline) {
+  std::promise<absl::StatusOr<herd::v1::StoreGetManyResponse>> answer;
+  auto got = answer.get_future();
+  StoreGetManyAsync(req, deadline, [&answer](absl::StatusOr<herd::v1::StoreGetManyResponse> r) {
+    answer.set_value(std::move(r));
+  });
+  return got.get();
+}
+
+namespace {
+
+absl::Status GetManyTooLarge(size_t upto, size_t n) {
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "the values of the first %d of the %d store keys asked for hold more than %d bytes, the "
+      "most one answer carries; ask for fewer keys at a time",
+      upto, n, limits::kMaxStoreGetManyAnswerBytes));
+}
+
+}  // namespace
+
+std::optional<absl::StatusOr<herd::v1::StoreGetManyResponse>> SchedulerCore::GetManyAnswer(
+    const Job& job, ManyWaiter& w, bool expired) {
+  const auto& keys = w.req.keys();
+  const size_t n = static_cast<size_t>(keys.size());
+  // keys[0, found) were set at the last look (a key is written once, and the job's ending
+  // answers every waiter), so each look starts past them.
+  for (; w.found < n; ++w.found) {
+    auto it = job.kv.find(keys[w.found]);
+    if (it == job.kv.end()) break;
+    w.bytes += it->second.size();
+    if (w.bytes > limits::kMaxStoreGetManyAnswerBytes) return GetManyTooLarge(w.found + 1, n);
+  }
+  if (w.found < n && !expired) return std::nullopt;
+  herd::v1::StoreGetManyResponse resp;
+  std::vector<size_t> missing;
+  size_t answered = 0;
+  for (size_t i = 0; i < n; ++i) {
+    auto it = job.kv.find(keys[i]);
+    if (it == job.kv.end()) {
+      missing.push_back(i);
+      resp.add_values();
+      continue;
+    }
+    answered += it->second.size();
+    if (answered > limits::kMaxStoreGetManyAnswerBytes) return GetManyTooLarge(i + 1, n);
+    resp.add_values(it->second);
+  }
+  if (missing.empty()) return resp;
+  if (w.req.partial()) {
+    for (size_t i : missing) resp.add_missing(static_cast<uint32_t>(i));
+    return resp;
+  }
+  std::string named;
+  for (size_t i = 0; i < missing.size() && i < 8; ++i) {
+    absl::StrAppendFormat(&named, "%s'%s'", i == 0 ? "" : ", ", Echo(keys[missing[i]]));
+  }
+  if (missing.size() > 8) absl::StrAppendFormat(&named, " and %d more", missing.size() - 8);
+  return absl::DeadlineExceededError(
+      absl::StrFormat("store key%s %s (%d of %d) of job '%s' %s not set before the deadline",
+                      missing.size() == 1 ? "" : "s", named, missing.size(), n, w.req.job(),
+                      missing.size() == 1 ? "was" : "were"));
+}
+
+void SchedulerCore::StoreGetManyAsync(const herd::v1::StoreGetManyRequest& req,
+                                      Deadline deadline, StoreManyDone done) {
+  auto answer = [&](absl::StatusOr<herd::v1::StoreGetManyResponse> r) {
+    Complete([done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
+  };
+  const auto& keys = req.keys();
+  const size_t n = static_cast<size_t>(keys.size());
+  std::lock_guard<std::mutex> lock(mu_);
+  if (n == 0) return answer(absl::InvalidArgumentError("StoreGetMany names no key"));
+  if (n > limits::kMaxStoreGetManyKeys) {
+    return answer(absl::InvalidArgumentError(
+        absl::StrFormat("StoreGetMany names %d keys, more than the limit of %d; ask in parts", n,
+                        limits::kMaxStoreGetManyKeys)));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (auto st =
+            CheckText(absl::StrFormat("store key %d of the request", i), keys[i], kMaxKeyBytes);
+        !st.ok()) {
+      return answer(st);
+    }
+  }
+  if (shutdown_) return answer(ShuttingDown("read store keys"));
+  if (!refusal_.ok()) return answer(refusal_);
+  auto found = FindActiveJob(req.job(), "read store keys");
+  if (!found.ok()) return answer(found.status());
+  Job* job = *found;
+  // Values already there that no answer could carry: refused now rather than after a wait.
+  size_t present = 0;
+  for (size_t i = 0; i < n; ++i) {
+    auto it = job->kv.find(keys[i]);
+    if (it != job->kv.end() &&
+        (present += it->second.size()) > limits::kMaxStoreGetManyAnswerBytes) {
+      return answer(GetManyTooLarge(i + 1, n));
+    }
+  }
+  auto w = std::make_unique<ManyWaiter>();
+  w->req = req;
+  w->deadline = deadline;
+  if (auto now = GetManyAnswer(*job, *w, deadline.expired())) return answer(std::move(*now));
+  w->done = std::move(done);
+  const std::string next = w->req.keys(static_cast<int>(w->found));
+  job->many_waiters.emplace(next, std::move(w));
+}
+
+void SchedulerCore::WakeManyWaiters(Job& job, const std::string& key) {
+  auto [first, last] = job.many_waiters.equal_range(key);
+  std::vector<std::unique_ptr<ManyWaiter>> woken;
+  for (auto it = first; it != last; ++it) woken.push_back(std::move(it->second));
+  job.many_waiters.erase(first, last);
+  for (auto& w : woken) {
+    if (auto now = GetManyAnswer(job, *w, false)) {
+      Complete([d = std::move(w->done), r = std::move(*now)]() mutable { d(std::move(r)); });
+      continue;
+    }
+    // Waits now on its next missing key: each waiter is looked at once per key it names.
+    const std::string next = w->req.keys(static_cast<int>(w->found));
+    job.many_waiters.emplace(next, std::move(w));
   }
 }
 

@@ -34,6 +34,22 @@ class WatchedStore final : public transport::Store {
     }
   }
 
+  absl::StatusOr<std::vector<std::string>> GetMany(const std::vector<std::string>& keys,
+                                                   Deadline deadline,
+                                                   std::vector<size_t>* missing) override {
+    for (;;) {
+      const Deadline slice(std::min(deadline.at(), Clock::now() + kSlice));
+      absl::StatusOr<std::vector<std::string>> got = inner_->GetMany(keys, slice, missing);
+      if (got.ok() || !absl::IsDeadlineExceeded(got.status())) return got;
+      if (stale_()) {
+        return absl::UnavailableError(
+            absl::StrFormat("%s: the job's membership changed while waiting for store keys (%s)",
+                            what_, got.status().message()));
+      }
+      if (deadline.expired()) return got;
+    }
+  }
+
  private:
   std::shared_ptr<transport::Store> inner_;
   std::function<bool()> stale_;

@@ -145,6 +145,18 @@ class GrpcSchedulerClient final : public SchedulerClient {
     if (!resp.ok()) return resp.status();
     return std::move(*resp->mutable_value());
   }
+  absl::StatusOr<herd::v1::StoreGetManyResponse> StoreGetMany(const std::string& job,
+                                                              const std::vector<std::string>& keys,
+                                                              Deadline deadline,
+                                                              bool partial) override {
+    herd::v1::StoreGetManyRequest req;
+    req.set_job(job);
+    req.mutable_keys()->Add(keys.begin(), keys.end());
+    req.set_timeout_ms(WaitMs(deadline));
+    req.set_partial(partial);
+    return Unary<herd::v1::StoreGetManyResponse>(req, &Stub::StoreGetMany, "StoreGetMany",
+                                                 deadline);
+  }
   absl::Status CheckHealth() override {
     // grpc.health.v1.Health/Check with an empty service name, spoken through the generic
     // stub: its request and response are a string field 1 and an enum field 1.

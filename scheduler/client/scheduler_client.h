@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/deadline.h"
@@ -26,7 +27,8 @@ struct ClientOptions {
   std::string token;        // bearer token (empty: none)
   bool tls = false;         // connect with TLS
   std::string tls_ca_file;  // PEM roots that sign the scheduler's certificate (empty: system)
-  // The deadline of a call that does not block (everything but Barrier, StoreGet, WatchPlan).
+  // The deadline of a call that does not block (everything but Barrier, StoreGet, StoreGetMany,
+  // WatchPlan).
   std::chrono::milliseconds call_timeout{10000};
   // Clients with the same id (and address) share one connection; another id opens its own (a
   // benchmark's simulated processes, several to a connection).
@@ -71,6 +73,11 @@ class SchedulerClient {
                                 const std::string& value) = 0;
   virtual absl::StatusOr<std::string> StoreGet(const std::string& job, const std::string& key,
                                                Deadline deadline) = 0;
+  // Several keys in one call, waiting until `deadline` for all of them (StoreGetManyRequest:
+  // with `partial`, an answer at the deadline lists the keys still missing instead of failing).
+  virtual absl::StatusOr<herd::v1::StoreGetManyResponse> StoreGetMany(
+      const std::string& job, const std::vector<std::string>& keys, Deadline deadline,
+      bool partial = false) = 0;
   virtual absl::StatusOr<herd::v1::CheckpointRecord> RequestCheckpoint(
       const herd::v1::RequestCheckpointRequest& req) = 0;
   virtual absl::StatusOr<herd::v1::ReportCheckpointResponse> ReportCheckpoint(

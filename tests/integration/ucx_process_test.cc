@@ -1,11 +1,13 @@
 // UCX communicators in separate processes of this machine (shared memory, loopback TCP): a
-// ring exchange of large messages, and a rank killed in the middle of a sequence of exchanges.
+// ring exchange of large messages, a rank killed in the middle of a sequence of exchanges, and
+// a rank outside a peer's bootstrap set (connected on first use) killed before or after it.
 
 #include <signal.h>
 
 #include <chrono>
 #include <cstdint>
 #include <iostream>
+#include <thread>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -142,6 +144,93 @@ TEST(UcxProcessTest, ZeroCopyModeNeverHangsWhenARankDies) {
     }
     EXPECT_TRUE(names_a_dead_rank) << o.Describe();
   }
+}
+
+// Six ranks: rank 3 is outside rank 0's bootstrap set (r +- 2^k mod 6 is 1, 2, 4, 5), so the
+// two connect only when they first talk. Rank 3 dies (SIGKILL) after exchanging one message
+// with rank 0 (`after_first_use`) or right after building its communicator; rank 0 then waits
+// for a message from it. The other ranks wait for rank 0's word that it is done.
+constexpr int kFar = 3;
+std::vector<herd::testing::RankOutcome> RunLazyVictim(herd::testing::ProcessRanksOptions options,
+                                                      bool after_first_use) {
+  options.size = 6;
+  options.timeout = 60s;
+  return herd::testing::RunProcessRanks(
+      options,
+      [after_first_use](Communicator& c, herd::testing::ParentChannel& parent) -> absl::Status {
+        const Tag first = Tag::Make(OpKind::kUser, 2, 0), second = Tag::Make(OpKind::kUser, 2, 1);
+        const Tag done = Tag::Make(OpKind::kUser, 2, 2);
+        int32_t mine = c.rank(), theirs = -1;
+        if (c.rank() == kFar) {
+          if (after_first_use) {
+            Request r = c.irecv(0, first, AsMutableBytes(&theirs, 4));
+            Request s = c.isend(0, first, AsBytes(&mine, 4));
+            absl::Status st = c.WaitAll({&r, &s}, Deadline::After(20s));
+            if (!st.ok()) return st;
+          }
+          parent.Stamp("killed_at");
+          ::raise(SIGKILL);
+        }
+        if (c.rank() != 0) {
+          Request r = c.irecv(0, done, AsMutableBytes(&theirs, 4));
+          return c.wait(r, Deadline::After(30s));
+        }
+        if (after_first_use) {
+          Request r = c.irecv(kFar, first, AsMutableBytes(&theirs, 4));
+          Request s = c.isend(kFar, first, AsBytes(&mine, 4));
+          absl::Status st = c.WaitAll({&r, &s}, Deadline::After(20s));
+          if (!st.ok()) return st;
+        } else {
+          std::this_thread::sleep_for(300ms);  // rank 3 is gone by now
+        }
+        Request r = c.irecv(kFar, second, AsMutableBytes(&theirs, 4));
+        // A deadline far beyond the 4 s the test allows: only a detected death ends it early.
+        absl::Status st = c.wait(r, Deadline::After(20s));
+        parent.Stamp("failed_at");
+        std::vector<Request> told;
+        for (int p : {1, 2, 4, 5}) told.push_back(c.isend(p, done, AsBytes(&mine, 4)));
+        (void)c.WaitAll(absl::MakeSpan(told), Deadline::After(10s));
+        return st.ok() ? absl::InternalError("rank 3's message arrived from a dead rank") : st;
+      });
+}
+
+void ExpectRankZeroNamesTheLazyVictim(const std::vector<herd::testing::RankOutcome>& outcomes) {
+  ASSERT_EQ(outcomes.size(), 6u);
+  const auto& dead = outcomes[kFar];
+  ASSERT_FALSE(dead.exited) << dead.Describe();
+  ASSERT_EQ(dead.signal, SIGKILL) << dead.Describe();
+  const auto& zero = outcomes[0];
+  EXPECT_TRUE(zero.exited && zero.exit_code == 1) << zero.Describe();
+  EXPECT_EQ(zero.status.code(), absl::StatusCode::kUnavailable) << zero.Describe();
+  EXPECT_THAT(std::string(zero.status.message()), HasSubstr("rank 3")) << zero.Describe();
+  const int64_t took = zero.Stamp("failed_at") - dead.Stamp("killed_at");
+  EXPECT_GT(zero.Stamp("failed_at"), 0) << zero.Describe();
+  EXPECT_LT(took, int64_t{4'000'000'000}) << zero.Describe();
+  std::cout << absl::StrFormat("rank 0 failed %.0f ms after rank 3 died: %s\n", took / 1e6,
+                               zero.status.ToString());
+  for (int r : {1, 2, 4, 5}) {
+    EXPECT_TRUE(outcomes[r].exited && outcomes[r].exit_code == 0) << outcomes[r].Describe();
+  }
+}
+
+TEST(UcxProcessTest, LazilyConnectedRankKilledLaterIsNamed) {
+  ExpectRankZeroNamesTheLazyVictim(RunLazyVictim({}, /*after_first_use=*/true));
+}
+
+TEST(UcxProcessTest, RankKilledBeforeItsFirstUseIsNamedWhenFirstUsed) {
+  ExpectRankZeroNamesTheLazyVictim(RunLazyVictim({}, /*after_first_use=*/false));
+}
+
+TEST(UcxProcessTest, LazilyConnectedRankOnAnotherHostKilledLaterIsNamed) {
+  herd::testing::ProcessRanksOptions options;
+  options.separate_hosts = true;
+  ExpectRankZeroNamesTheLazyVictim(RunLazyVictim(options, /*after_first_use=*/true));
+}
+
+TEST(UcxProcessTest, RankOnAnotherHostKilledBeforeItsFirstUseIsNamedWhenFirstUsed) {
+  herd::testing::ProcessRanksOptions options;
+  options.separate_hosts = true;
+  ExpectRankZeroNamesTheLazyVictim(RunLazyVictim(options, /*after_first_use=*/false));
 }
 
 }  // namespace

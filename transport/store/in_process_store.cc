@@ -31,6 +31,30 @@ class InProcessStore final : public Store {
     return values_.at(k);
   }
 
+  absl::StatusOr<std::vector<std::string>> GetMany(const std::vector<std::string>& keys,
+                                                   Deadline deadline,
+                                                   std::vector<size_t>* missing) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    // Keys are written once and never removed: a key found stays found.
+    size_t found = 0;
+    auto all_set = [&] {
+      while (found < keys.size() && values_.count(keys[found]) > 0) ++found;
+      return found == keys.size();
+    };
+    if (!cv_.wait_until(lock, deadline.at(), all_set)) {
+      std::vector<size_t> absent;
+      for (size_t i = found; i < keys.size(); ++i) {
+        if (values_.count(keys[i]) == 0) absent.push_back(i);
+      }
+      if (missing != nullptr) *missing = absent;
+      return MissingKeysError(keys, absent, "");
+    }
+    std::vector<std::string> values;
+    values.reserve(keys.size());
+    for (const std::string& k : keys) values.push_back(values_.at(k));
+    return values;
+  }
+
  private:
   std::mutex mu_;
   std::condition_variable cv_;

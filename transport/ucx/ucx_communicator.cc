@@ -81,8 +81,15 @@ bool SleepOnFd(int fd, Deadline d) {
 
 Request UcxCommunicator::isend(int peer, Tag tag, ConstBytes buf) {
   auto r = std::make_shared<UcxRequest>(this, Direction::kSend, peer, tag, buf.size());
+  EnsureConnected(peer);
   std::lock_guard<std::mutex> wl(worker_mu_);
   if (Refused(*r)) return Request(std::move(r));
+  if (peers_[peer].data == nullptr) {  // EnsureConnected leaves none only for a refused peer
+    std::lock_guard<std::mutex> lock(mu_);
+    FinishLocked(*r, absl::InternalError(absl::StrFormat("%s: rank %d has no endpoint to it",
+                                                         r->Describe(), rank_)));
+    return Request(std::move(r));
+  }
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   param.cb.send = SendDone;
@@ -95,6 +102,9 @@ Request UcxCommunicator::isend(int peer, Tag tag, ConstBytes buf) {
 
 Request UcxCommunicator::irecv(int peer, Tag tag, MutableBytes buf) {
   auto r = std::make_shared<UcxRequest>(this, Direction::kRecv, peer, tag, buf.size());
+  // A receive needs no endpoint (UCP matches tags per worker), but connecting the peer now
+  // watches it while this rank waits for it, and its send needs this end's endpoints to pair.
+  EnsureConnected(peer);
   std::lock_guard<std::mutex> wl(worker_mu_);
   if (Refused(*r)) return Request(std::move(r));
   ucs_status_ptr_t h =
@@ -549,8 +559,18 @@ void UcxCommunicator::CloseEndpoints(bool graceful) {
 }
 
 UcxCommunicator::UcxCommunicator(int rank, int size, std::unique_ptr<UcxWorker> worker,
-                                 const UcxOptions& options)
-    : rank_(rank), size_(size), options_(options), worker_(std::move(worker)) {
+                                 const UcxOptions& options, std::shared_ptr<Store> store,
+                                 std::string my_host)
+    : rank_(rank),
+      size_(size),
+      options_(options),
+      worker_(std::move(worker)),
+      store_(std::move(store)),
+      my_host_(std::move(my_host)),
+      peers_(size),
+      watch_args_(size),
+      connected_(new std::atomic<bool>[size]) {
+  for (int p = 0; p < size; ++p) connected_[p].store(false, std::memory_order_relaxed);
   dead_.assign(size, absl::OkStatus());
   dead_by_watch_.assign(size, false);
 }

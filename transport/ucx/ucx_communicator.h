@@ -10,13 +10,23 @@
 // sharing two cores do not starve each other. Several threads may wait at once: one of them
 // progresses the worker, the others sleep until their request completes.
 //
-// Failures: every peer is watched through an endpoint with UCP_ERR_HANDLING_MODE_PEER (for a
-// peer on the same host a second, data-less endpoint over TCP loopback, since UCX 1.13 gives
-// shared memory only to endpoints without it; see ucx_bootstrap.cc). When it fails (the
+// Connections: a rank connects to its bootstrap peers (bootstrap_peers.h: r +- 2^k mod P,
+// which covers the ring, Bruck, recursive doubling/halving and every binomial tree) while the
+// communicator is built, and to any other peer on its first isend/irecv with it (one store Get
+// for that peer's record, once per communicator). So a rank holds about 2 log2(P) peers'
+// endpoints unless its algorithm talks to more (alltoall, one-shot, random decentralized
+// pairs).
+//
+// Failures: every connected peer is watched through an endpoint with UCP_ERR_HANDLING_MODE_PEER
+// (for a peer on the same host a second, data-less endpoint over TCP loopback, since UCX 1.13
+// gives shared memory only to endpoints without it; see ucx_bootstrap.cc). When it fails (the
 // process died, or closed its communicator) that peer is marked dead: its pending requests fail
 // with UNAVAILABLE naming it, later ones fail at once, and errors on other peers mention it.
-// Without TCP (UCX_TLS excludes it) peers cannot be watched and a dead peer shows as deadline
-// errors.
+// A peer this rank never talked to is not watched by it: its death is the scheduler's failure
+// detector's to find (the worker's session aborts the communicator when the scheduler
+// declares a member dead). A peer that is dead when first used fails that operation (its
+// endpoints fail, or its record never appears). Without TCP (UCX_TLS excludes it) peers cannot
+// be watched and a dead peer shows as deadline errors.
 //
 // Scale: at most 65535 ranks (the rank field of the wire tag; its last value marks the notices
 // by which an aborting rank tells its peers why).
@@ -55,10 +65,21 @@ struct UcxOptions {
 };
 
 // Creates this rank's endpoint of a `size`-rank communicator: publishes this rank's UCP worker
-// address in `store` under "<prefix>/ucx/<rank>", reads every peer's, and connects. Fails with a
-// clear status (which peer did not show up) by the bootstrap deadline.
+// address in `store` under "<prefix>/ucx/<rank>" (one Set), reads its bootstrap peers' records
+// (one GetMany) and connects to them. Fails with a clear status (which peer did not show up) by
+// the bootstrap deadline. The communicator keeps `store` to read the records of the peers it
+// connects on first use (each gets bootstrap_timeout from then to show up).
 absl::StatusOr<std::unique_ptr<Communicator>> CreateUcxCommunicator(int rank, int size,
                                                                     std::shared_ptr<Store> store,
                                                                     const UcxOptions& options = {});
+
+// What a UCX communicator is connected to, for logs, tests and the docs' figures.
+struct UcxEndpointStats {
+  int bootstrap_peers = 0;  // peers connected while the communicator was built
+  int lazy_peers = 0;       // peers connected on first use since
+  int endpoints = 0;        // UCP endpoints this rank created (its loopback one included)
+};
+// INVALID_ARGUMENT when `comm` is not a UCX communicator.
+absl::StatusOr<UcxEndpointStats> GetUcxEndpointStats(const Communicator& comm);
 
 }  // namespace herd::transport

@@ -2,7 +2,9 @@
 // The UcxCommunicator class: shared by the data path (ucx_communicator.cc) and the bootstrap
 // that builds it (ucx_bootstrap.cc). Not part of the public API; use CreateUcxCommunicator.
 //
-// Locking. Two mutexes, always taken in this order:
+// Locking. Three mutexes, always taken in this order:
+//  - connect_mu_ serializes connecting peers on first use (EnsureConnected); it is held while
+//    the peer's record is read from the store, never while waiting for the worker.
 //  - worker_mu_ serializes every call into UCP (the worker runs in serialized thread mode).
 //    UCX invokes completion and error callbacks from inside ucp_worker_progress /
 //    ucp_request_cancel, hence with worker_mu_ held.
@@ -26,10 +28,12 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "transport/communicator.h"
+#include "transport/store/store.h"
 #include "transport/ucx/peer_record.h"
 #include "transport/ucx/ucx_communicator.h"
 #include "transport/ucx/ucx_worker.h"
@@ -68,7 +72,8 @@ struct UcxRequest final : RequestState {
 ucs_status_ptr_t PostTagRecv(ucp_worker_h worker, void* buf, size_t length, uint64_t tag,
                              uint64_t mask, UcxRequest& r);
 
-// Per-peer connection state.
+// Per-peer connection state: no endpoint until the peer is connected (while the communicator
+// is built for its bootstrap peers, on first use for the others).
 struct UcxPeer {
   ucp_ep_h data = nullptr;   // where this rank's tag messages to the peer go
   ucp_ep_h watch = nullptr;  // endpoint with peer error handling; == data for other hosts
@@ -82,13 +87,16 @@ class UcxCommunicator final : public Communicator {
   static constexpr int kNoticeRank = 0xFFFF;
   static constexpr size_t kNoticeBytes = 2048;  // longer reasons are cut
 
-  // Takes over a worker whose endpoints are not created yet; Connect() creates them.
-  UcxCommunicator(int rank, int size, std::unique_ptr<UcxWorker> worker, const UcxOptions& options);
+  // Takes over a worker whose endpoints are not created yet; Connect() creates them. `store`
+  // is where the records of peers connected on first use are read (under options.prefix);
+  // `my_host` is this process's host identity (PeerRecord::host).
+  UcxCommunicator(int rank, int size, std::unique_ptr<UcxWorker> worker, const UcxOptions& options,
+                  std::shared_ptr<Store> store, std::string my_host);
   ~UcxCommunicator() override;
 
-  // Creates the endpoints to every rank (including this one) from their published records.
-  // Fails naming the peer whose endpoint could not be created.
-  absl::Status Connect(const std::vector<PeerRecord>& records, const std::string& my_host);
+  // Creates the endpoints to this rank and to each peer of `records` (its bootstrap peers,
+  // bootstrap_peers.h). Fails naming the peer whose endpoint could not be created.
+  absl::Status Connect(const std::vector<std::pair<int, PeerRecord>>& records);
 
   // Completes the connection handshakes (flushes every endpoint), progressing the worker while
   // the peers do the same in their bootstrap. Without it a TCP endpoint whose peer has not
@@ -104,6 +112,8 @@ class UcxCommunicator final : public Communicator {
   absl::Status abort(absl::Status why) override;
   absl::Status status() const override;
 
+  UcxEndpointStats endpoint_stats() const;
+
   // UCX callbacks (static trampolines in the .cc land here). Called with worker_mu_ held.
   void OnUcxComplete(UcxRequest* r, void* ucp_request, ucs_status_t s, size_t length,
                      uint64_t sender_tag);
@@ -114,6 +124,22 @@ class UcxCommunicator final : public Communicator {
     UcxCommunicator* comm;
     int peer;
   };
+
+  // Endpoints to one peer from its record: for a same-host peer a data endpoint without error
+  // handling (shared memory) and then a watch endpoint with it (TCP); for another host one
+  // endpoint with peer error handling. Both ends create the endpoints of a pair in this order
+  // (data, then watch), whenever each end does it: UCX pairs the i-th endpoint one worker
+  // creates to another with the i-th that one creates back (a connection sequence number per
+  // destination), so the TCP wire-up of the watch endpoints meets. Requires worker_mu_.
+  absl::Status ConnectPeer(int p, const PeerRecord& record);
+  // The lazy path of isend/irecv: connects `peer` unless it is connected already, reading its
+  // record from the store (one Get; it waits in slices until the bootstrap timeout, giving up
+  // when the communicator is aborted meanwhile). A peer that cannot be connected is marked
+  // dead with the reason, so the operation and every later one with it fail with UNAVAILABLE
+  // naming it. Takes connect_mu_, then worker_mu_; call with neither held.
+  void EnsureConnected(int peer);
+  // Marks `peer` dead with `why` (unless it already is). Requires mu_.
+  void MarkDeadLocked(int peer, absl::Status why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Validation common to isend/irecv: completes `r` with its error and returns true if the
   // operation must not start (peer out of range, communicator aborted, peer dead).
@@ -164,10 +190,25 @@ class UcxCommunicator final : public Communicator {
   const int size_;
   const UcxOptions options_;
   std::unique_ptr<UcxWorker> worker_;  // reset first in the destructor
-  std::vector<UcxPeer> peers_;         // written by Connect() before any operation, then read-only
+  const std::shared_ptr<Store> store_;
+  const std::string my_host_;
+  // Written under worker_mu_ when a peer is connected (Connect, EnsureConnected) and read under
+  // it (every user of an endpoint holds worker_mu_ anyway).
+  std::vector<UcxPeer> peers_;
   std::vector<std::unique_ptr<WatchArg>> watch_args_;
+  // connected_[p]: peers_[p] has its endpoints. Set under worker_mu_ after they are created,
+  // read without a lock by isend/irecv to skip the lazy path.
+  std::unique_ptr<std::atomic<bool>[]> connected_;
+  // Serializes lazy connections, so two threads never connect one peer twice. Taken before
+  // worker_mu_ and never while waiting for the worker.
+  std::mutex connect_mu_;
+  int bootstrap_peers_ = 0;          // connected by Connect(); guarded by worker_mu_
+  int lazy_peers_ = 0;               // connected on first use; guarded by worker_mu_
+  int endpoints_ = 0;                // UCP endpoints created; guarded by worker_mu_
+  int watches_ = 0;                  // watch endpoints created; guarded by worker_mu_
+  bool warned_unprotected_ = false;  // the warning of ConnectPeer; guarded by worker_mu_
 
-  std::mutex worker_mu_;
+  mutable std::mutex worker_mu_;
   bool shutting_down_ ABSL_GUARDED_BY(worker_mu_) = false;  // Shutdown() has begun
   bool shut_down_ ABSL_GUARDED_BY(worker_mu_) = false;      // ...and ended: never progress again
   bool repost_notice_ ABSL_GUARDED_BY(worker_mu_) = false;  // the notice receive completed

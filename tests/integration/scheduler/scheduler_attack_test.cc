@@ -169,6 +169,16 @@ TEST(SchedulerAttack, OversizedAndMalformedInputsAreRefusedAndChangeNothing) {
            "2 MiB store value");
   r.Expect(c->StoreSet("j1", std::string("k\0", 2), "v"), invalid, "control byte",
            "NUL in a store key");
+  // StoreGetMany: more keys than one call may name, a bad key, an unknown job.
+  const std::vector<std::string> too_many(limits::kMaxStoreGetManyKeys + 1, "k");
+  r.Expect(c->StoreGetMany("j1", too_many, Deadline::After(1s)).status(), invalid,
+           "more than the limit of 4096", "4097 keys in one StoreGetMany");
+  r.Expect(c->StoreGetMany("j1", {"k", std::string("k\0", 2)}, Deadline::After(1s)).status(),
+           invalid, "store key 1 of the request", "NUL in a StoreGetMany key");
+  r.Expect(c->StoreGetMany("j1", {}, Deadline::After(1s)).status(), invalid, "names no key",
+           "StoreGetMany of no key");
+  r.Expect(c->StoreGetMany("nope", {"k"}, Deadline::After(1s)).status(),
+           absl::StatusCode::kNotFound, "does not exist", "StoreGetMany of an unknown job");
 
   // A long unknown name: the message echoing it is cut, so the client still gets NOT_FOUND.
   r.Expect(c->GetJob(std::string(3 << 20, 'x')).status(), absl::StatusCode::kNotFound,
@@ -235,6 +245,25 @@ TEST(SchedulerAttack, StoreQuotasHoldPerJob) {
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kDeadlineExceeded)
       << "the refused key was not stored";
   EXPECT_TRUE(c->StoreSet("j2", "k", "v").ok()) << "another job's store is its own";
+  // Reading them back: one StoreGetMany answers at most a few MiB, the rest is refused whole.
+  auto three = c->StoreGetMany("j1", {"k0", "k1", "k2"}, Deadline::After(5s));
+  ASSERT_TRUE(three.ok()) << three.status();
+  EXPECT_EQ(three->values_size(), 3);
+  EXPECT_EQ(three->values(2), value);
+  auto four = c->StoreGetMany("j1", {"k0", "k1", "k2", "k3"}, Deadline::After(5s));
+  EXPECT_EQ(four.status().code(), absl::StatusCode::kResourceExhausted) << four.status();
+  EXPECT_NE(std::string(four.status().message()).find("ask for fewer keys"), std::string::npos);
+  // A wait that ends lists the keys still missing, through gRPC.
+  auto late = c->StoreGetMany("j2", {"k", "absent"}, Deadline::After(200ms));
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded) << late.status();
+  EXPECT_NE(std::string(late.status().message()).find("store key 'absent' (1 of 2) of job 'j2'"),
+            std::string::npos)
+      << late.status();
+  auto partial = c->StoreGetMany("j2", {"k", "absent"}, Deadline::After(200ms), true);
+  ASSERT_TRUE(partial.ok()) << partial.status();
+  ASSERT_EQ(partial->missing_size(), 1);
+  EXPECT_EQ(partial->missing(0), 1u);
+  EXPECT_EQ(partial->values(0), "v");
   // A job that ends frees its store.
   ASSERT_TRUE(c->CancelJob("j1", "").ok());
   ASSERT_TRUE(c->DeleteJob("j1").ok());

@@ -11,8 +11,12 @@ void UseLoopbackNetworkOnly() { ::setenv("UCX_NET_DEVICES", "lo", /*overwrite=*/
 
 std::vector<std::unique_ptr<transport::Communicator>> MakeUcxCommunicators(
     int size, transport::UcxOptions options) {
+  return MakeUcxCommunicators(size, transport::MakeInProcessStore(), std::move(options));
+}
+
+std::vector<std::unique_ptr<transport::Communicator>> MakeUcxCommunicators(
+    int size, std::shared_ptr<transport::Store> store, transport::UcxOptions options) {
   UseLoopbackNetworkOnly();
-  auto store = transport::MakeInProcessStore();
   std::vector<absl::StatusOr<std::unique_ptr<transport::Communicator>>> made(size);
   std::vector<std::thread> threads;
   for (int r = 0; r < size; ++r) {
