@@ -14,6 +14,7 @@ metrics (name=...), hvd.allgather and broadcast_object, and hvd.join() at the en
 """
 import argparse
 import gzip
+import json
 import os
 
 import numpy as np
@@ -72,6 +73,7 @@ def main():
     p.add_argument("--accumulate", type=int, default=1)
     p.add_argument("--train-samples", type=int, default=0)
     p.add_argument("--clip", type=float, default=5.0)
+    p.add_argument("--result", default="", help="rank 0 writes its accuracy here (JSON)")
     args = p.parse_args()
 
     hvd.init()
@@ -101,10 +103,12 @@ def main():
                                          backward_passes_per_step=args.accumulate)
     config = hvd.broadcast_object({"epochs": args.epochs, "clip": args.clip}, root_rank=0)
 
+    step = -1  # backward passes so far: every `accumulate` of them make one step
     for epoch in range(config["epochs"]):
         model.train()
         train_sampler.set_epoch(epoch)
-        for step, (x, y) in enumerate(train_loader):
+        for x, y in train_loader:
+            step += 1
             if step % args.accumulate == 0:
                 optimizer.zero_grad()
             loss = F.nll_loss(F.log_softmax(model(x), dim=1), y) / args.accumulate
@@ -134,6 +138,10 @@ def main():
     last = hvd.join()
     if hvd.rank() == 0:
         print(f"test accuracy {accuracy:.4f}; the last rank to join was {last}", flush=True)
+        if args.result:
+            with open(args.result, "w") as f:
+                json.dump({"accuracy": accuracy, "last_joined": last, "size": hvd.size(),
+                           "local_size": hvd.local_size(), "losses": losses.tolist()}, f)
 
 
 if __name__ == "__main__":

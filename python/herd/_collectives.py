@@ -19,6 +19,8 @@ import pickle
 import numpy as np
 import torch
 import torch.distributed as dist
+from torch._C._distributed_c10d import (AllgatherOptions, AllreduceOptions, BarrierOptions,
+                                        BroadcastOptions)
 
 from . import _herd
 from . import _session as S
@@ -138,7 +140,7 @@ def allreduce_(tensor, average=None, name=None, op=None, compression=Compression
 
 
 def _options(op):
-    o = dist.AllreduceOptions()
+    o = AllreduceOptions()
     o.reduceOp = op
     return o
 
@@ -156,13 +158,13 @@ def allgather(tensor, name=None):
     pg = _pg("herd.allgather()")
     rows = torch.tensor([t.shape[0]], dtype=torch.int64)
     all_rows = [torch.zeros(1, dtype=torch.int64) for _ in range(s.size)]
-    _run(pg.allgather([all_rows], [rows], dist.AllgatherOptions()))
+    _run(pg.allgather([all_rows], [rows], AllgatherOptions()))
     counts = [int(r.item()) for r in all_rows]
     most = max(counts)
     padded = torch.zeros((most,) + tuple(t.shape[1:]), dtype=t.dtype)
     padded[:t.shape[0]] = t
     out = torch.empty((s.size * most,) + tuple(t.shape[1:]), dtype=t.dtype)
-    _run(pg._allgather_base(out, padded, dist.AllgatherOptions()))
+    _run(pg._allgather_base(out, padded, AllgatherOptions()))
     return torch.cat([out[r * most:r * most + counts[r]] for r in range(s.size)])
 
 
@@ -178,7 +180,7 @@ def broadcast(tensor, root_rank, name=None):
         return torch.from_numpy(np.frombuffer(got[0], dtype=t.numpy().dtype).copy()).reshape(
             t.shape)
     out = t.clone()
-    o = dist.BroadcastOptions()
+    o = BroadcastOptions()
     o.rootRank = root_rank
     _run(_pg("herd.broadcast()").broadcast([out], o))
     return out
@@ -284,7 +286,7 @@ def barrier():
     if _elastic():
         allreduce(torch.zeros(1))
         return
-    _run(_pg("herd.barrier()").barrier(dist.BarrierOptions()))
+    _run(_pg("herd.barrier()").barrier(BarrierOptions()))
 
 
 # --- the store path (elastic jobs) -------------------------------------------------------------

@@ -17,6 +17,7 @@ import math
 import os
 import socket
 import sys
+import time
 import traceback
 
 import torch
@@ -169,7 +170,13 @@ def _local_view():
     global _local
     if _local is None:
         s = _joined("herd.local_rank()")
-        members = s.members()
+        # Every worker's host once every worker registered (the job starts with all of them).
+        deadline = time.monotonic() + float(_env("HERD_START_TIMEOUT_S", "120"))
+        while True:
+            members = s.members()
+            if all(name for _r, name, _h, _a in members) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         mine = s.host
         same = sorted(r for r, _name, host, _alive in members if host == mine)
         if s.rank not in same:  # the scheduler lists this worker under another host

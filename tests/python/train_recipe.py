@@ -127,6 +127,8 @@ def main():
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--train-samples", type=int, default=0)
     p.add_argument("--no-schedule", action="store_true")
+    p.add_argument("--no-cycle-momentum", action="store_true",
+                   help="a constant beta1 (the shards apply the job's)")
     p.add_argument("--zero-after-backward", action="store_true")
     p.add_argument("--synchronize", action="store_true", help="Horovod's synchronize() first")
     args = p.parse_args()
@@ -156,8 +158,11 @@ def main():
     n, B = len(x), args.batch
     per_epoch = n // (world * B)
     iterations = args.epochs * per_epoch if args.epochs else args.iterations
+    # OneCycle cycles the momentum (Adam's beta1) too, where the optimizer has one.
+    cycle = "betas" in inner.defaults or "momentum" in inner.defaults
     schedule = None if args.no_schedule else torch.optim.lr_scheduler.OneCycleLR(
-        opt, max_lr=args.lr, total_steps=iterations)
+        opt, max_lr=args.lr, total_steps=iterations,
+        cycle_momentum=cycle and not args.no_cycle_momentum)
     initial = [t.detach().clone() for t in model.parameters()]
 
     losses = []
@@ -169,7 +174,7 @@ def main():
         opt.zero_grad()
         loss = F.cross_entropy(model(x[idx]), y[idx])
         loss.backward()
-        if args.synchronize:
+        if args.synchronize and herd is not None:
             opt.synchronize()
         if args.zero_after_backward:
             for q in model.parameters():
