@@ -114,8 +114,9 @@ absl::Status ExchangeDescriptors(transport::Communicator& comm, const CallDescri
                                         who.empty() ? "" : "; ", absl::StrJoin(who, "; ")));
     } else {
       st = absl::DeadlineExceededError(absl::StrFormat(
-          "%s timed out: %s. Every rank must call the group's collectives in the same order", what,
-          absl::StrJoin(who, "; ")));
+          "%s: Timed out waiting for the other ranks: %s. Every rank must call the group's "
+          "collectives in the same order",
+          what, absl::StrJoin(who, "; ")));
     }
     (void)comm.abort(st);  // no buffer of this exchange is touched after this
     return st;

@@ -43,6 +43,7 @@ enum class UserStep : uint32_t {
   kGather = 2,
   kScatter = 3,
   kAllToAll = 4,
+  kMonitoredBarrier = 5,
 };
 transport::Tag UserTag(UserStep step, uint64_t id);
 

@@ -24,6 +24,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 
 #include "absl/strings/str_format.h"
@@ -46,9 +47,11 @@ using ::c10d::OpType;
 using RedOp = ::c10d::ReduceOp;
 using namespace std::chrono_literals;
 
+// A std::runtime_error (Python's RuntimeError with the message alone: a c10::Error rethrown
+// from a Work would carry a C++ backtrace into the message).
 [[noreturn]] void Throw(const absl::Status& st) {
-  TORCH_CHECK(false, "herd: ", absl::StatusCodeToString(st.code()), ": ",
-              std::string(st.message()));
+  throw std::runtime_error(absl::StrFormat("herd: %s: %s", absl::StatusCodeToString(st.code()),
+                                           st.message()));
 }
 void Check(const absl::Status& st) {
   if (!st.ok()) Throw(st);
@@ -427,6 +430,8 @@ class P2PWork final : public HerdWork {
 
 // What the works of a group share: the communicator (and NCCL's, for CUDA tensors).
 struct Group {
+  // The communicator goes first: no receive it still holds may outlive its buffer.
+  ~Group() { comm.reset(); }
   std::unique_ptr<transport::Communicator> comm;
   std::string name;  // "process group 0"
   // recvAnysource: receives posted on every peer; the ones that did not win are kept for the
@@ -437,6 +442,9 @@ struct Group {
   };
   std::mutex strays_mu;
   std::map<std::pair<int, int>, std::deque<std::shared_ptr<Stray>>> strays;
+  // Receives of a failed monitored barrier, still posted: their buffers live as long as the
+  // communicator.
+  std::vector<std::shared_ptr<Stray>> leftovers;
 };
 
 // ---- the group -----------------------------------------------------------------------------
@@ -880,9 +888,70 @@ class ProcessGroupHerd final : public BackendBase {
                    [](Deadline) {});
   }
 
+  // gloo's monitored barrier, on the calling thread: every rank reports to rank 0, which waits
+  // for each (in rank order) by the timeout and names the first that did not come (every one
+  // with wait_all_ranks), then releases them. A receive that timed out stays posted (its
+  // buffer kept with the group): the group is not aborted by a failed monitored barrier.
   void monitoredBarrier(const ::c10d::BarrierOptions& opts, bool wait_all_ranks) override {
-    auto work = barrier(opts);
-    work->wait();
+    const auto timeout = opts.timeout == ::c10d::kUnsetTimeout ? timeout_ : opts.timeout;
+    const Deadline deadline = Deadline::After(timeout);
+    const long long ms = timeout.count();
+    transport::Communicator& comm = *group_->comm;
+    uint64_t id;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      id = monitored_++;
+    }
+    const transport::Tag tag = UserTag(UserStep::kMonitoredBarrier, id);
+    auto keep = [&](std::shared_ptr<Group::Stray> s) {
+      std::lock_guard<std::mutex> lock(group_->strays_mu);
+      group_->leftovers.push_back(std::move(s));
+    };
+    if (rank_ != 0) {
+      auto s = std::make_shared<Group::Stray>();
+      s->buffer = at::zeros({1}, at::kByte);
+      transport::Request sent = comm.isend(0, tag, Bytes(s->buffer));
+      s->request = comm.irecv(0, tag, MutBytes(s->buffer));
+      absl::Status st = comm.wait(sent, deadline);
+      if (st.ok()) st = comm.wait(s->request, deadline);
+      if (!st.ok()) {
+        keep(s);
+        throw std::runtime_error(absl::StrFormat(
+            "herd: Rank %d successfully reached monitoredBarrier, but received errors while "
+            "waiting for send/recv from rank 0. Please check rank 0 logs for faulty rank (%s)",
+            rank_, st.message()));
+      }
+      return;
+    }
+    if (deadline.expired()) {
+      throw std::runtime_error(
+          absl::StrFormat("herd: Rank 0 timed out in monitoredBarrier after %d ms", ms));
+    }
+    std::vector<std::shared_ptr<Group::Stray>> arrived(size_);
+    for (int r = 1; r < size_; ++r) {
+      arrived[r] = std::make_shared<Group::Stray>();
+      arrived[r]->buffer = at::zeros({1}, at::kByte);
+      arrived[r]->request = comm.irecv(r, tag, MutBytes(arrived[r]->buffer));
+    }
+    std::vector<int> failed;
+    for (int r = 1; r < size_; ++r) {
+      if (!failed.empty() && !wait_all_ranks) {
+        keep(arrived[r]);
+        continue;
+      }
+      if (!comm.wait(arrived[r]->request, deadline).ok()) {
+        keep(arrived[r]);
+        failed.push_back(r);
+      }
+    }
+    if (!failed.empty()) {
+      throw std::runtime_error(absl::StrFormat(
+          "herd: %s %s failed to pass monitoredBarrier in %d ms",
+          failed.size() == 1 ? "Rank" : "Ranks", absl::StrJoin(failed, ", "), ms));
+    }
+    std::vector<transport::Request> acks;
+    for (int r = 1; r < size_; ++r) acks.push_back(comm.isend(r, tag, Bytes(arrived[r]->buffer)));
+    Check(comm.WaitAll(absl::MakeSpan(acks), deadline));
   }
 
   void setSequenceNumberForGroup() override {}  // every rank's group starts at call 0
@@ -1278,6 +1347,7 @@ class ProcessGroupHerd final : public BackendBase {
   std::condition_variable cv_;
   std::deque<Task> queue_;
   uint64_t seq_ = 0;
+  uint64_t monitored_ = 0;  // monitored barriers so far
   bool stop_ = false;
   bool running_ = false;
   std::thread worker_, watchdog_;

@@ -53,11 +53,29 @@ def _create(opts, pg_options=None):
         os.environ.get("HERD_CHECK_CALLS", "1") != "0")
 
 
+def _monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
+    """torch 1.13's dist.monitored_barrier refuses every backend but gloo by name; herd's
+    groups implement it (rank 0 names the ranks that did not reach it), so it goes to them."""
+    c10d = dist.distributed_c10d
+    if group is not None and c10d._rank_not_in_group(group):
+        return _torch_monitored_barrier(group, timeout, wait_all_ranks)
+    if dist.get_backend(group) != NAME:
+        return _torch_monitored_barrier(group, timeout, wait_all_ranks)
+    pg = c10d._get_default_group() if group is None else group
+    return pg.monitored_barrier(c10d.default_pg_timeout if timeout is None else timeout,
+                                wait_all_ranks=wait_all_ranks)
+
+
+_torch_monitored_barrier = dist.monitored_barrier
+
+
 def register():
     """Registers backend "herd" with torch.distributed (once per process)."""
     if NAME.upper() in dist.Backend._plugins:
         return
     dist.Backend.register_backend(NAME, _create, extended_api=True)
+    dist.monitored_barrier = _monitored_barrier
+    dist.distributed_c10d.monitored_barrier = _monitored_barrier
 
 
 register()

@@ -157,8 +157,12 @@ class DdpTest(Case):
                     tol = 5e-3 if case == "fp16_hook" else 1e-5
                     self.assertTrue(torch.allclose(a, b, atol=tol), f"{case}, rank {r}: "
                                     f"herd and gloo differ by {(a - b).abs().max()}")
-            for a, b in zip(got["herd"][0][case], got["herd"][1][case]):
-                self.assertTrue(torch.equal(a, b), f"{case}: replicas differ")
+            # Replicas agree where they do over gloo (DDP leaves a parameter unused in the
+            # synchronised pass but used under no_sync() with each rank's own gradient).
+            for a, b, ga, gb in zip(got["herd"][0][case], got["herd"][1][case],
+                                    got["gloo"][0][case], got["gloo"][1][case]):
+                if torch.equal(ga, gb):
+                    self.assertTrue(torch.equal(a, b), f"{case}: replicas differ")
 
 
 class FailureTest(Case):

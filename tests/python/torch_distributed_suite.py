@@ -48,7 +48,8 @@ class _LikeGloo(str):
     def __ne__(self, other):
         return not self.__eq__(other)
 
-    __hash__ = str.__hash__
+    def __hash__(self):  # found in the suite's sets of gloo's features ({"gloo", ...})
+        return hash("gloo")
 
 
 class _Environ(dict):
