@@ -28,14 +28,22 @@ def label(n):
 
 
 def timed(fn, group, budget):
-    fn()  # warm-up (the first call of a size allocates)
-    dist.barrier(group=group)
-    reps, t0 = 0, time.perf_counter()
-    while True:
+    # Warm-up: a size's first calls (buffers, transport lanes) run slower on either backend;
+    # both get the same number, and the same ranks agree on the count (it is fixed).
+    for _ in range(10):
         fn()
-        reps += 1
-        if reps >= 3 and (time.perf_counter() - t0 >= budget or reps >= 50):
-            break
+    dist.barrier(group=group)
+    # The repetitions are agreed on (every rank must make the same calls): rank 0's count for
+    # the budget, from one timed call.
+    t = time.perf_counter()
+    fn()
+    reps = torch.tensor([max(3, min(50, int(budget / max(time.perf_counter() - t, 1e-6))))])
+    dist.broadcast(reps, 0, group=group)
+    reps = int(reps.item())
+    dist.barrier(group=group)
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
     mean = torch.tensor([(time.perf_counter() - t0) / reps])
     dist.all_reduce(mean, op=dist.ReduceOp.MAX, group=group)
     return mean.item()
