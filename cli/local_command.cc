@@ -7,7 +7,11 @@
 // the user's own training program (a Python script over herd.torch), with HERD_SCHEDULER,
 // HERD_JOB, HERD_NAME, HERD_RANK, HERD_THREADS (and the fusion and timeline settings) in its
 // environment and the build tree's (or the installed) Python package on its PYTHONPATH. Its
-// model declares the job's layout; its herd.finish(metrics) appear in the summary.
+// model declares the job's layout; its herd.finish(metrics) appear in the summary. The
+// variables torch.distributed's env:// reads (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
+// MASTER_ADDR, MASTER_PORT, as torchrun sets them) come with them, so any torch.distributed
+// script runs under `herd local` (backend="herd" joins the job; a program that never joins it,
+// e.g. over gloo, ends the job when every worker exited 0).
 //
 // Ctrl-C (or SIGTERM) stops every child. A child that fails stops the job: the message names it,
 // says how it ended, and shows the end of its log (every child logs to STATE/logs/NAME.log).
@@ -71,7 +75,19 @@ class LocalCommand final : public Command {
         ->check(CLI::Range(1, 65536))
         ->capture_default_str();
     app.add_option("--lr", lr_, "Learning rate")->capture_default_str();
-    app.add_option("--optimizer", optimizer_, "sgd, momentum or adam")->capture_default_str();
+    app.add_option("--optimizer", optimizer_, "sgd, momentum, adam or adamw")
+        ->check(CLI::IsMember({"sgd", "momentum", "adam", "adamw"}))
+        ->capture_default_str();
+    app.add_option("--momentum", momentum_, "momentum: the momentum (0: 0.9)")
+        ->check(CLI::Range(0.0, 0.999999));
+    app.add_option("--weight-decay", weight_decay_,
+                   "Weight decay (L2; decoupled for adamw), as the script's optimizer's in ps_sync "
+                   "and ps_async")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--betas", betas_, "adam, adamw: B1,B2 (0.9,0.999)")
+        ->delimiter(',')
+        ->expected(2);
+    app.add_option("--eps", eps_, "adam, adamw: epsilon (1e-8)")->check(CLI::PositiveNumber);
     // One value per occurrence, so a `--` after it still starts the workers' command.
     app.add_option("--switch-mode-at", switches_,
                    "ITER:MODE: run MODE from iteration ITER on (repeatable)")
@@ -201,8 +217,17 @@ class LocalCommand final : public Command {
       if (!layout.ok()) return layout.status();
       for (const auto& t : *layout) *spec.add_tensors() = t;
     }  // else: the program's first worker declares its model's layout
-    spec.mutable_optimizer()->set_name(optimizer_);
+    // AdamW is adam with the decay decoupled (OptimizerSpec.decoupled_weight_decay).
+    spec.mutable_optimizer()->set_name(optimizer_ == "adamw" ? "adam" : optimizer_);
+    spec.mutable_optimizer()->set_decoupled_weight_decay(optimizer_ == "adamw");
     spec.mutable_optimizer()->set_learning_rate(lr_);
+    spec.mutable_optimizer()->set_momentum(momentum_);
+    spec.mutable_optimizer()->set_weight_decay(weight_decay_);
+    if (betas_.size() == 2) {
+      spec.mutable_optimizer()->set_beta1(betas_[0]);
+      spec.mutable_optimizer()->set_beta2(betas_[1]);
+    }
+    spec.mutable_optimizer()->set_epsilon(eps_);
     spec.set_seed(seed_);
     if (auto st = SetCheckpointPolicy(spec); !st.ok()) return st;
     auto* training = spec.mutable_training();
@@ -433,6 +458,12 @@ class LocalCommand final : public Command {
       shard_children_.push_back(name);
     }
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    if (!command_.empty()) {
+      // torch.distributed's rendezvous (env://): rank 0 serves its TCPStore here.
+      auto port = FreeLoopbackPorts(1);
+      if (!port.ok()) return Fail(port.status());
+      master_port_ = (*port)[0];
+    }
     // Worker `w` as `name` (every worker keeps its name: a restarted one takes its slot back),
     // writing into `log`.
     auto start_worker = [&](int w, const std::string& log) -> absl::Status {
@@ -563,6 +594,10 @@ class LocalCommand final : public Command {
       if (workers_done == workers_ && done < processes &&
           std::chrono::steady_clock::now() - workers_exited > 10s) {
         auto job = (*sched)->GetJob(job_);
+        if (job.ok() && NoWorkerJoined(*job)) {
+          progress.Finish();
+          return EndWithoutHerd(**sched);
+        }
         if (job.ok() && job->state() != herd::v1::JOB_COMPLETED) {
           progress.Finish();
           Fail(absl::FailedPreconditionError(absl::StrFormat(
@@ -586,7 +621,31 @@ class LocalCommand final : public Command {
       progress.Update(*job, begin, std::chrono::steady_clock::now());
     }
     progress.Finish();
+    if (auto job = (*sched)->GetJob(job_); job.ok() && NoWorkerJoined(*job)) {
+      return EndWithoutHerd(**sched);
+    }
     return Summarize(**sched, begin);
+  }
+
+  // A program run as the workers that never joined the job (torch.distributed over gloo, or
+  // any program that uses no herd API) and exited 0 on every worker: herd local was its
+  // launcher. The job is cancelled (nothing trained in it) and herd local exits 0.
+  bool NoWorkerJoined(const herd::v1::JobStatus& job) const {
+    if (command_.empty() || job.state() != herd::v1::JOB_PENDING) return false;
+    for (const auto& m : job.workers()) {
+      if (!m.name().empty()) return false;
+    }
+    return true;
+  }
+  int EndWithoutHerd(scheduler::SchedulerClient& sched) {
+    (void)sched.CancelJob(job_, "every worker's program exited 0 without joining the job");
+    children_.Stop();
+    std::printf(
+        "job %s: %d workers ran `%s` and exited 0 without joining the job (the program uses no "
+        "herd API: e.g. torch.distributed with a backend other than herd); nothing trained in "
+        "herd\n",
+        job_.c_str(), workers_, absl::StrJoin(command_, " ").c_str());
+    return kExitOk;
   }
 
   // Worker `w` as the user's program, with the job in its environment.
@@ -596,19 +655,20 @@ class LocalCommand final : public Command {
     spec.name = name;
     spec.argv = command_;
     spec.log_path = log;
-    spec.env = {"HERD_SCHEDULER=" + address,
-                "HERD_JOB=" + job_,
-                "HERD_NAME=" + name,
+    spec.env = {"HERD_SCHEDULER=" + address, "HERD_JOB=" + job_, "HERD_NAME=" + name,
                 "HERD_RANK=" + std::to_string(w),
                 "HERD_THREADS=" + std::to_string(std::max(1, cores / workers_)),
                 "OMP_NUM_THREADS=" + std::to_string(std::max(1, cores / workers_)),
                 "HERD_FUSION_THRESHOLD_KIB=" + std::to_string(fusion_kib_),
                 "HERD_TUNE_FUSION=" + std::string(tune_fusion_ ? "1" : "0"),
-                "HERD_TIMELINE=" + timeline_dir_,
-                "HERD_METRICS_LISTEN=" + MetricsListen(name),
-                "HERD_SEED=" + std::to_string(seed_),
-                "HERD_PREEMPT_GRACE=" + preempt_grace_,
-                "PYTHONUNBUFFERED=1"};
+                "HERD_TIMELINE=" + timeline_dir_, "HERD_METRICS_LISTEN=" + MetricsListen(name),
+                "HERD_SEED=" + std::to_string(seed_), "HERD_PREEMPT_GRACE=" + preempt_grace_,
+                "PYTHONUNBUFFERED=1",
+                // torch.distributed's env:// (what torchrun sets): one host, rank = herd's.
+                "RANK=" + std::to_string(w), "WORLD_SIZE=" + std::to_string(workers_),
+                "LOCAL_RANK=" + std::to_string(w), "LOCAL_WORLD_SIZE=" + std::to_string(workers_),
+                "GROUP_RANK=0", "MASTER_ADDR=127.0.0.1",
+                "MASTER_PORT=" + std::to_string(master_port_)};
     // TLS to the scheduler and the shards, as the built-in workers get it (AddClientOf).
     if (!tls_ca_.empty()) {
       const std::string ca = fs::absolute(tls_ca_).string();
@@ -787,6 +847,10 @@ class LocalCommand final : public Command {
   int batch_size_ = 64;
   double lr_ = 0.05;
   std::string optimizer_ = "momentum";
+  double momentum_ = 0;
+  double weight_decay_ = 0;
+  std::vector<double> betas_;
+  double eps_ = 0;
   std::vector<std::string> switches_;
   std::vector<std::pair<int64_t, const plan::ModeInfo*>> planned_;
   int64_t train_samples_ = 0;
@@ -803,6 +867,7 @@ class LocalCommand final : public Command {
   std::string checkpoint_dir_, checkpoint_every_, resume_, losses_file_;
   int keep_last_ = 0, keep_every_ = 0;
   std::string preempt_grace_ = "60s";
+  int master_port_ = 0;  // MASTER_PORT of the workers' torch.distributed rendezvous
   std::chrono::milliseconds ParsedGrace() const {
     auto g = scheduler::ParseDurationFlag(preempt_grace_);
     return g.ok() ? *g : std::chrono::milliseconds(60000);

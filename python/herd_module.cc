@@ -17,16 +17,20 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "common/deadline.h"
 #include "common/logging.h"
+#include "python/c10d/create.h"
 #include "scheduler/client/job_wait.h"
 #include "worker/data/epoch_order.h"
 #include "worker/session.h"
@@ -103,6 +107,64 @@ struct TensorArg {
   uintptr_t address;
   size_t count;
   std::vector<int64_t> shape;
+  // The tensor's parameter group's rate (a multiple of group 0's, which the pushes carry) and
+  // weight decay, where they differ from the job's optimizer: the shards apply them.
+  std::optional<double> lr_scale;
+  std::optional<double> weight_decay;
+};
+
+// The torch optimizer of herd/_optimizer.py as herd's executors see it
+// (optim::OptimizerConfig::Kind::kExternal): each tensor's gradient to apply is copied where
+// the script said (its .grad, or a buffer of its own), and the torch optimizer's state tensors
+// are herd's slots for checkpoints, mode switches and elastic rollbacks. No Python objects are
+// held: addresses of tensors herd/_optimizer.py keeps alive, as for the parameters.
+class ExternalOptimizer final : public optim::ExternalOptimizer {
+ public:
+  explicit ExternalOptimizer(std::vector<size_t> counts)
+      : counts_(std::move(counts)), dest_(counts_.size(), nullptr) {}
+
+  void Deliver(int tensor, std::span<const float> grad) override {
+    if (tensor < 0 || tensor >= static_cast<int>(dest_.size())) return;
+    if (float* to = dest_[tensor]) {
+      std::copy_n(grad.data(), std::min(grad.size(), counts_[tensor]), to);
+    }
+    if (immediate_on && immediate) {
+      immediate(tensor);
+    } else {
+      delivered_.push_back(tensor);
+    }
+  }
+  // While set (inside BeginIteration: a checkpoint's cut or a mode switch flushes dear's
+  // all-gathers, and copies the parameters right after), each delivery runs the script's step
+  // at once, so what is saved or handed on holds the update.
+  bool immediate_on = false;
+  std::function<void(int)> immediate;
+  std::vector<Slot> Slots() override { return slots_; }
+
+  void set_destinations(const std::vector<uintptr_t>& addresses) {
+    if (addresses.size() != dest_.size()) {
+      throw py::value_error(absl::StrFormat("%d gradient destinations for %d tensors",
+                                            addresses.size(), dest_.size()));
+    }
+    for (size_t t = 0; t < dest_.size(); ++t) dest_[t] = reinterpret_cast<float*>(addresses[t]);
+  }
+  void set_destination(int tensor, uintptr_t address) {
+    if (tensor < 0 || tensor >= static_cast<int>(dest_.size())) throw py::index_error("tensor");
+    dest_[tensor] = reinterpret_cast<float*>(address);
+  }
+  std::vector<int> take_delivered() { return std::exchange(delivered_, {}); }
+  void set_slots(const std::vector<std::tuple<std::string, int, uintptr_t, size_t>>& slots) {
+    slots_.clear();
+    for (const auto& [kind, tensor, address, count] : slots) {
+      slots_.push_back({kind, tensor, reinterpret_cast<float*>(address), count});
+    }
+  }
+
+ private:
+  std::vector<size_t> counts_;
+  std::vector<float*> dest_;
+  std::vector<int> delivered_;
+  std::vector<Slot> slots_;
 };
 
 class PySession {
@@ -115,6 +177,13 @@ class PySession {
     options.scheduler.tls_ca_file = o["tls_ca_file"].cast<std::string>();
     options.job = o["job"].cast<std::string>();
     options.name = o["name"].cast<std::string>();
+    // The host the scheduler records for this worker: herd.local_rank() and local_size() count
+    // the job's workers on it.
+    if (o.contains("host") && !o["host"].cast<std::string>().empty()) {
+      options.host = o["host"].cast<std::string>();
+    }
+    host_ = options.host;
+    client_options_ = options.scheduler;
     if (!o["rank"].is_none()) options.rank = o["rank"].cast<int>();
     options.transport = Value(transport::ParseBackend(o["transport"].cast<std::string>()));
     options.timeout = Ms(o["timeout_s"].cast<double>());
@@ -143,7 +212,7 @@ class PySession {
       py::gil_scoped_release release;
       session = worker::Session::Open(std::move(options));
     }
-    session_ = Value(std::move(session));
+    session_ = std::shared_ptr<worker::Session>(Value(std::move(session)));
   }
 
   // Makes this process a worker of the job (Session::Register), once: herd/torch.py calls it
@@ -182,6 +251,33 @@ class PySession {
     return Registered().resumed_program_values();
   }
   int size() const { return session_->world_size(); }
+  std::string host() const { return host_; }
+  // The job's worker slots as the scheduler holds them: (rank, name, host, alive), through a
+  // client of this object's own (the session's is its own).
+  std::vector<std::tuple<int, std::string, std::string, bool>> members() {
+    absl::StatusOr<herd::v1::JobStatus> job;
+    {
+      py::gil_scoped_release release;
+      if (client_ == nullptr) {
+        auto client = scheduler::SchedulerClient::Connect(client_options_);
+        if (!client.ok()) Raise(client.status());
+        client_ = *std::move(client);
+      }
+      job = client_->GetJob(session_->job());
+    }
+    if (!job.ok()) Raise(job.status());
+    std::vector<std::tuple<int, std::string, std::string, bool>> out;
+    for (int r = 0; r < job->workers_size(); ++r) {
+      const auto& m = job->workers(r);
+      out.emplace_back(r, m.name(), m.host(), m.alive());
+    }
+    return out;
+  }
+  // The session, shared with the process groups of herd's torch.distributed backend.
+  std::shared_ptr<worker::Session> shared() const {
+    Registered();
+    return session_;
+  }
   std::string job() const { return session_->job(); }
   std::string mode() const { return session_->mode(); }
   uint64_t seed() const { return session_->spec().seed(); }
@@ -190,11 +286,17 @@ class PySession {
   // The job's optimizer as herd/torch.py compares it with the user's (ps_sync, ps_async).
   py::dict job_optimizer() const {
     optim::OptimizerConfig c = Value(session_->JobOptimizer());
+    const auto& spec = session_->spec().optimizer();
     py::dict d;
-    d["name"] = optim::OptimizerName(c.kind);
+    const bool adamw =
+        c.kind == optim::OptimizerConfig::Kind::kAdam && spec.decoupled_weight_decay();
+    d["name"] = adamw ? std::string("adamw") : optim::OptimizerName(c.kind);
     d["lr"] = c.learning_rate;
     d["momentum"] = c.kind == optim::OptimizerConfig::Kind::kMomentum ? c.momentum : 0.0;
     d["weight_decay"] = c.weight_decay;
+    d["beta1"] = spec.beta1() > 0 ? spec.beta1() : 0.9;
+    d["beta2"] = spec.beta2() > 0 ? spec.beta2() : 0.999;
+    d["epsilon"] = spec.epsilon() > 0 ? spec.epsilon() : 1e-8;
     return d;
   }
   static bool optimizer_on_shards(const std::string& mode) {
@@ -217,6 +319,20 @@ class PySession {
   }
   void set_learning_rate(double lr) { lr_->store(lr); }
 
+  // The script's torch optimizer applies the updates (herd/_optimizer.py): before attach.
+  void use_external_optimizer(const std::vector<size_t>& counts) {
+    external_ = std::make_shared<ExternalOptimizer>(counts);
+    optim::OptimizerConfig c;
+    c.kind = optim::OptimizerConfig::Kind::kExternal;
+    c.external = external_;
+    c.learning_rate_source = lr_;
+    session_->SetOptimizer(std::move(c));
+  }
+  ExternalOptimizer& external() {
+    if (!external_) Check(absl::FailedPreconditionError("no external optimizer"));
+    return *external_;
+  }
+
   void attach(const std::vector<TensorArg>& tensors, int64_t planned_iterations) {
     Registered();
     std::vector<worker::ModelTensor> model;
@@ -227,17 +343,41 @@ class PySession {
       spec.set_name(t.name);
       for (int64_t d : t.shape) spec.add_shape(d);
       spec.set_dtype("fp32");
+      if (t.lr_scale) spec.set_lr_scale(*t.lr_scale);
+      if (t.weight_decay) spec.set_weight_decay(*t.weight_decay);
       layout.push_back(std::move(spec));
     }
     Unlocked(
         [&] { return session_->Attach(std::move(model), std::move(layout), planned_iterations); });
   }
 
+  // dear's deferred steps, run by the script's optimizer when BeginIteration flushes them.
+  void set_immediate_step(py::function f) {
+    immediate_step_ = std::move(f);
+    if (external_) {
+      external_->immediate = [this](int tensor) {
+        py::gil_scoped_acquire acquire;
+        if (immediate_error_) return;  // the first error stands; the rest are skipped
+        try {
+          immediate_step_(tensor);
+        } catch (py::error_already_set& e) {
+          immediate_error_ = std::make_unique<py::error_already_set>(std::move(e));
+        }
+      };
+    }
+  }
+
   std::string begin_iteration(int64_t iteration) {
     absl::StatusOr<worker::Executor*> ex;
     {
       py::gil_scoped_release release;
+      if (external_) external_->immediate_on = true;
       ex = session_->BeginIteration(iteration);
+      if (external_) external_->immediate_on = false;
+    }
+    if (immediate_error_) {
+      std::unique_ptr<py::error_already_set> e = std::move(immediate_error_);
+      throw std::move(*e);
     }
     if (!ex.ok()) {
       executor_ = nullptr;
@@ -424,7 +564,13 @@ class PySession {
     return st;
   }
 
-  std::unique_ptr<worker::Session> session_;
+  std::shared_ptr<worker::Session> session_;
+  std::shared_ptr<ExternalOptimizer> external_;
+  py::object immediate_step_;
+  std::unique_ptr<py::error_already_set> immediate_error_;
+  std::string host_;
+  scheduler::ClientOptions client_options_;
+  std::unique_ptr<scheduler::SchedulerClient> client_;  // members()
   worker::Executor* executor_ = nullptr;
   absl::Status failed_;           // the last failed call's error, for recover()
   absl::Status register_failed_;  // why register_() failed, raised again at every later call
@@ -443,7 +589,14 @@ PYBIND11_MODULE(_herd, m) {
   SetErrorType(error.ptr());
 
   py::class_<TensorArg>(m, "TensorArg")
-      .def(py::init<std::string, uintptr_t, size_t, std::vector<int64_t>>());
+      .def(
+          py::init([](std::string name, uintptr_t address, size_t count, std::vector<int64_t> shape,
+                      std::optional<double> lr_scale, std::optional<double> weight_decay) {
+            return TensorArg{std::move(name),  address,  count,
+                             std::move(shape), lr_scale, weight_decay};
+          }),
+          py::arg("name"), py::arg("address"), py::arg("count"), py::arg("shape"),
+          py::arg("lr_scale") = std::nullopt, py::arg("weight_decay") = std::nullopt);
 
   py::class_<PySession>(m, "Session")
       .def(py::init<const py::dict&>())
@@ -451,6 +604,8 @@ PYBIND11_MODULE(_herd, m) {
       .def_property_readonly("registered", &PySession::registered)
       .def_property_readonly("rank", &PySession::rank)
       .def_property_readonly("size", &PySession::size)
+      .def_property_readonly("host", &PySession::host)
+      .def("members", &PySession::members)
       .def_property_readonly("start_iteration", &PySession::start_iteration)
       .def("set_program_value", &PySession::set_program_value)
       .def("resumed_program_values", &PySession::resumed_program_values)
@@ -463,6 +618,17 @@ PYBIND11_MODULE(_herd, m) {
       .def_static("optimizer_on_shards", &PySession::optimizer_on_shards)
       .def("set_optimizer", &PySession::set_optimizer)
       .def("set_learning_rate", &PySession::set_learning_rate)
+      .def("use_external_optimizer", &PySession::use_external_optimizer)
+      .def("set_gradient_destinations",
+           [](PySession& s, const std::vector<uintptr_t>& a) { s.external().set_destinations(a); })
+      .def("set_gradient_destination",
+           [](PySession& s, int t, uintptr_t a) { s.external().set_destination(t, a); })
+      .def("take_delivered", [](PySession& s) { return s.external().take_delivered(); })
+      .def("set_immediate_step", &PySession::set_immediate_step)
+      .def("set_optimizer_slots",
+           [](PySession& s, const std::vector<std::tuple<std::string, int, uintptr_t, size_t>>& v) {
+             s.external().set_slots(v);
+           })
       .def("attach", &PySession::attach)
       .def("begin_iteration", &PySession::begin_iteration)
       .def("before_forward", &PySession::before_forward)
@@ -480,6 +646,28 @@ PYBIND11_MODULE(_herd, m) {
       .def("set_data_position", &PySession::set_data_position)
       .def("data_slice", &PySession::data_slice)
       .def("recover", &PySession::recover);
+
+  // herd's torch.distributed backend (python/c10d/create.h); herd/_backend.py calls it.
+  m.def(
+      "create_process_group",
+      [](py::handle store, int rank, int size, double timeout_s, const std::string& group_id,
+         std::vector<int64_t> global_ranks, py::object session, bool session_store,
+         double heartbeat_timeout_s, bool check_calls) {
+        c10d_backend::GroupSetup setup;
+        setup.rank = rank;
+        setup.size = size;
+        setup.timeout_s = timeout_s;
+        setup.group_id = group_id;
+        setup.global_ranks = std::move(global_ranks);
+        if (!session.is_none()) setup.session = session.cast<PySession&>().shared();
+        setup.session_store = session_store;
+        setup.heartbeat_timeout_s = heartbeat_timeout_s;
+        setup.check_calls = check_calls;
+        return c10d_backend::CreateProcessGroup(store, setup);
+      },
+      py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout_s"), py::arg("group_id"),
+      py::arg("global_ranks"), py::arg("session"), py::arg("session_store"),
+      py::arg("heartbeat_timeout_s"), py::arg("check_calls"));
 
   // The global data order of worker/data/epoch_order.h, bit for bit.
   m.def("epoch_order",

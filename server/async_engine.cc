@@ -84,6 +84,7 @@ absl::Status AsyncEngine::PushLocked(KeyState& ks, const PushArgs& args,
   next.slot1 = ks.slot1;
   optim::OptimizerConfig step = config_.optimizer;
   if (args.learning_rate > 0) step.learning_rate = args.learning_rate;  // this worker's schedule
+  step = optim::ForTensor(step, TensorHyperOf(args.key.tensor));
   ApplyOptimizer(step, *next.params, std::span<const float>(grad, ks.count), *next.slot0,
                  *next.slot1, ks.version + 1);
   next.clocks = ks.clocks;

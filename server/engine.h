@@ -171,6 +171,13 @@ class Engine {
   EngineStats Stats() const;
 
  protected:
+  // Tensor `tensor`'s own learning-rate scale and weight decay (a torch parameter group's).
+  optim::TensorHyper TensorHyperOf(int32_t tensor) const {
+    if (tensor >= 0 && tensor < static_cast<int32_t>(config_.tensor_hyper.size())) {
+      return config_.tensor_hyper[tensor];
+    }
+    return {};
+  }
   // How often the scheduler's plans named worker `rank` live again after it was dead.
   int64_t ReturnsOf(int rank) const;
 

@@ -160,7 +160,42 @@ absl::StatusOr<ShardConfig> ShardConfigFromJob(const herd::v1::JobSpec& spec,
     c.optimizer.momentum = opt.momentum() > 0 ? opt.momentum() : 0.9;
   }
   c.optimizer.weight_decay = opt.weight_decay();
+  // AdamW is adam with the decay decoupled (the scheduler knows the name adam).
+  if (c.optimizer.kind == OptimizerConfig::Kind::kAdam && opt.decoupled_weight_decay()) {
+    c.optimizer.kind = OptimizerConfig::Kind::kAdamW;
+  }
+  if (!std::isfinite(opt.beta1()) || opt.beta1() < 0 || opt.beta1() >= 1) {
+    return bad("beta1", opt.beta1(), "in [0, 1) (0: the default 0.9)");
+  }
+  if (!std::isfinite(opt.beta2()) || opt.beta2() < 0 || opt.beta2() >= 1) {
+    return bad("beta2", opt.beta2(), "in [0, 1) (0: the default 0.999)");
+  }
+  if (!std::isfinite(opt.epsilon()) || opt.epsilon() < 0) {
+    return bad("epsilon", opt.epsilon(), "finite and > 0 (0: the default 1e-8)");
+  }
+  if (opt.beta1() > 0) c.optimizer.beta1 = opt.beta1();
+  if (opt.beta2() > 0) c.optimizer.beta2 = opt.beta2();
+  if (opt.epsilon() > 0) c.optimizer.epsilon = opt.epsilon();
   for (const auto& t : spec.tensors()) {
+    // A torch parameter group's own rate and decay (TensorSpec.lr_scale, weight_decay).
+    optim::TensorHyper h;
+    if (t.has_lr_scale()) {
+      if (!std::isfinite(t.lr_scale()) || t.lr_scale() <= 0) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("job '%s': tensor '%s' has lr_scale %g; it must be finite and > 0",
+                            spec.name(), t.name(), t.lr_scale()));
+      }
+      h.lr_scale = t.lr_scale();
+    }
+    if (t.has_weight_decay()) {
+      if (!std::isfinite(t.weight_decay()) || t.weight_decay() < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("job '%s': tensor '%s' has weight_decay %g; it must be finite and >= 0",
+                            spec.name(), t.name(), t.weight_decay()));
+      }
+      h.weight_decay = t.weight_decay();
+    }
+    c.tensor_hyper.push_back(h);
     c.tensor_names.push_back(t.name());
     if (t.dtype() != "fp32" && t.dtype() != "float32") {
       return absl::InvalidArgumentError(absl::StrFormat(

@@ -68,6 +68,9 @@ struct ShardConfig {
   // The job's tensor names, by KeyId::tensor (JobSpec.tensors): a checkpoint names a key's
   // state after its tensor, so that workers and shards of any layout find it again.
   std::vector<std::string> tensor_names;
+  // Each tensor's own learning-rate scale and weight decay (TensorSpec), by KeyId::tensor
+  // (empty or short: the optimizer's, as in tests).
+  std::vector<optim::TensorHyper> tensor_hyper;
 
   static constexpr int64_t kInfiniteStaleness = INT64_MAX / 4;
 };

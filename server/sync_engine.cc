@@ -123,6 +123,7 @@ absl::Status SyncEngine::CompleteRoundLocked(KeyState& ks, KeyId key, int last_w
   next.slot1 = ks.slot1;
   optim::OptimizerConfig step = config_.optimizer;
   if (ks.round_learning_rate > 0) step.learning_rate = ks.round_learning_rate;
+  step = optim::ForTensor(step, TensorHyperOf(key.tensor));
   ApplyOptimizer(step, *next.params, mean, *next.slot0, *next.slot1, ks.version + 1);
   std::vector<bool> pushers_of = ks.pushed;
   if (last_worker >= 0) pushers_of[last_worker] = true;

@@ -2,6 +2,10 @@
 // The optimizer a worker applies to its own copy of the model after a collective mode averaged
 // the gradients (every rank applies the same update to the same parameters, so the replicas
 // stay identical). State (momentum, Adam moments, step) per tensor.
+//
+// With OptimizerConfig::Kind::kExternal the program applies the update: Step hands it the
+// gradient (ExternalOptimizer::Deliver) and the saved state is the program's optimizer state,
+// read from and written to its memory (ExternalOptimizer::Slots), under the same names.
 
 #include <span>
 #include <vector>
@@ -29,6 +33,10 @@ class LocalOptimizer {
                                          ImportWhere where);
 
  private:
+  void ExportExternal(checkpoint::ProcessState& out) const;
+  absl::StatusOr<ImportStep> ImportExternal(const checkpoint::StateSource& from, Reshard rule,
+                                            ImportWhere where);
+
   struct State {
     float* param;
     size_t count;

@@ -9,6 +9,7 @@
 #include "common/logging.h"
 #include "common/status.h"
 #include "common/timeline.h"
+#include "worker/job_optimizer.h"
 
 namespace herd::worker {
 namespace {
@@ -27,6 +28,10 @@ absl::StatusOr<herd::v1::TrainingResult> Train(Session& session, std::unique_ptr
   int64_t first = session.start_iteration();
   DataPosition at = session.start_position();
   const int64_t total = first + IterationsLeft(at, samples_total, world, batch, training.epochs());
+  // The job's optimizer with every field of its spec (AdamW, Adam's betas), not only those
+  // Session::JobOptimizer reads.
+  HERD_ASSIGN_OR_RETURN(optim::OptimizerConfig optimizer, OptimizerOfJob(session.spec()));
+  session.SetOptimizer(std::move(optimizer));
   HERD_RETURN_IF_ERROR(session.Attach(model->tensors(), model->Layout(), total));
   // A worker that joined a running elastic job goes on where the live workers do, with the
   // state they handed it (docs/elastic.md, "Rejoin").

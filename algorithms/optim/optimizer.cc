@@ -8,8 +8,10 @@ absl::StatusOr<OptimizerConfig::Kind> ParseOptimizer(const std::string& name) {
   if (name.empty() || name == "sgd") return OptimizerConfig::Kind::kSgd;
   if (name == "momentum") return OptimizerConfig::Kind::kMomentum;
   if (name == "adam") return OptimizerConfig::Kind::kAdam;
+  if (name == "adamw") return OptimizerConfig::Kind::kAdamW;
+  if (name == "external") return OptimizerConfig::Kind::kExternal;
   return absl::InvalidArgumentError("unknown optimizer '" + name +
-                                    "' (the parameter server has: sgd, momentum, adam)");
+                                    "' (herd has: sgd, momentum, adam, adamw)");
 }
 
 std::string OptimizerName(OptimizerConfig::Kind kind) {
@@ -20,6 +22,10 @@ std::string OptimizerName(OptimizerConfig::Kind kind) {
       return "momentum";
     case OptimizerConfig::Kind::kAdam:
       return "adam";
+    case OptimizerConfig::Kind::kAdamW:
+      return "adamw";
+    case OptimizerConfig::Kind::kExternal:
+      return "external";
   }
   return "?";
 }
@@ -31,14 +37,26 @@ int OptimizerSlots(OptimizerConfig::Kind kind) {
     case OptimizerConfig::Kind::kMomentum:
       return 1;
     case OptimizerConfig::Kind::kAdam:
+    case OptimizerConfig::Kind::kAdamW:
       return 2;
+    case OptimizerConfig::Kind::kExternal:
+      return 0;
   }
   return 0;
 }
 
+OptimizerConfig ForTensor(const OptimizerConfig& config, const TensorHyper& hyper) {
+  OptimizerConfig c = config;
+  c.learning_rate *= hyper.lr_scale;
+  if (hyper.weight_decay) c.weight_decay = *hyper.weight_decay;
+  return c;
+}
+
 const char* SlotKind(OptimizerConfig::Kind kind, int slot) {
   if (kind == OptimizerConfig::Kind::kMomentum) return "momentum";
-  if (kind == OptimizerConfig::Kind::kAdam) return slot == 0 ? "adam_m" : "adam_v";
+  if (kind == OptimizerConfig::Kind::kAdam || kind == OptimizerConfig::Kind::kAdamW) {
+    return slot == 0 ? "adam_m" : "adam_v";
+  }
   return "none";
 }
 
@@ -60,14 +78,25 @@ void ApplyOptimizer(const OptimizerConfig& config, std::span<float> params,
       }
       return;
     }
+    case OptimizerConfig::Kind::kExternal:
+      return;
+    case OptimizerConfig::Kind::kAdamW:
+      // Decoupled decay (torch.optim.AdamW): the parameter shrinks before the step, and the
+      // moments see the plain gradient.
+      if (wd != 0) {
+        const float keep = 1.0f - lr * wd;
+        for (size_t i = 0; i < n; ++i) params[i] *= keep;
+      }
+      [[fallthrough]];
     case OptimizerConfig::Kind::kAdam: {
+      const bool coupled = config.kind == OptimizerConfig::Kind::kAdam;
       const double b1 = config.beta1, b2 = config.beta2;
       const float c1 = static_cast<float>(1.0 / (1.0 - std::pow(b1, static_cast<double>(step))));
       const float c2 = static_cast<float>(1.0 / (1.0 - std::pow(b2, static_cast<double>(step))));
       const float fb1 = static_cast<float>(b1), fb2 = static_cast<float>(b2);
       const float eps = static_cast<float>(config.epsilon);
       for (size_t i = 0; i < n; ++i) {
-        const float g = grad[i] + wd * params[i];
+        const float g = coupled ? grad[i] + wd * params[i] : grad[i];
         slot0[i] = fb1 * slot0[i] + (1.0f - fb1) * g;
         slot1[i] = fb2 * slot1[i] + (1.0f - fb2) * g * g;
         params[i] -= lr * (slot0[i] * c1) / (std::sqrt(slot1[i] * c2) + eps);

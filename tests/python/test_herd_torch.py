@@ -129,10 +129,13 @@ class FeaturesTest(HerdTorchTest):
             self.assertTrue(torch.allclose(a, b, atol=1e-5), (a - b).abs().max())
 
     def test_refused_optimizer_setting(self):
-        run = self.herd_local("allreduce", ["--optimizer", "nesterov"], workers=1)
+        # Any torch optimizer steps where the workers apply the update (test_herd_optimizer.py);
+        # the shards of ps_sync run the job's optimizer, and refuse what they cannot honour.
+        run = self.herd_local("ps_sync", ["--optimizer", "nesterov"], workers=1,
+                              local_args=["--servers", "1"])
         self.assertNotEqual(run.rc, 0)
-        self.assertIn("herd cannot honour SGD(nesterov=True)", run.err)
-        self.assertIn("supported: torch.optim.SGD", run.err)
+        self.assertIn("the shards of ps_sync and ps_async cannot honour SGD(nesterov)", run.err)
+        self.assertIn("train in a mode where the workers apply the update", run.err)
 
     def test_noncontiguous_parameter(self):
         run = self.herd_local("allreduce", ["--noncontiguous"], workers=1)

@@ -352,6 +352,53 @@ class Lint:
                     self.problem(f"{where(w)} container {c['name']}: the checkpoint directory "
                                  f"{ckpt_dir} is on no mounted volume")
 
+        self.check_torch_rendezvous(spec)
+
+    # --- torch.distributed's env:// ------------------------------------------------------
+    def check_torch_rendezvous(self, spec):
+        """The workers' torch.distributed variables (a worker image that runs a torch.distributed
+        script): WORLD_SIZE is the JobSpec's workers, RANK the completion index, and MASTER_ADDR
+        names rank 0's pod (the workers' subdomain, or loopback on the host network) with
+        MASTER_PORT one of its ports: otherwise init_process_group waits for ranks that never
+        come, or for a store nobody serves."""
+        workers = self.by_kind.get("Job", {}).get("herd-workers")
+        if workers is None:
+            return
+        pod = pod_spec(workers)
+        for c in pod["containers"]:
+            env = resolved_env(c, workers)
+            if "WORLD_SIZE" not in env and "MASTER_ADDR" not in env:
+                continue
+            if env.get("WORLD_SIZE") != str(spec["workers"]):
+                self.problem(f"Job herd-workers container {c['name']}: WORLD_SIZE "
+                             f"{env.get('WORLD_SIZE')} is not the JobSpec's workers "
+                             f"{spec['workers']}")
+            rank = next((e.get("value") for e in c.get("env", []) or [] if e["name"] == "RANK"),
+                        None)
+            if rank != "$(JOB_COMPLETION_INDEX)":
+                self.problem(f"Job herd-workers container {c['name']}: RANK is {rank}, not the "
+                             f"completion index $(JOB_COMPLETION_INDEX) (herd's rank)")
+            addr = env.get("MASTER_ADDR", "")
+            if pod.get("hostNetwork"):
+                ok = addr in ("127.0.0.1", "localhost")
+                want = "127.0.0.1 (the host network of one machine)"
+            else:
+                sub = pod.get("subdomain")
+                want = f"herd-workers-0.{sub}" if sub else "rank 0's pod (no subdomain is set)"
+                ok = bool(sub) and addr.split(".")[0:2] == ["herd-workers-0", sub] and any(
+                    svc["spec"].get("clusterIP") == "None" and name_of(svc) == sub and
+                    selects(svc["spec"].get("selector"), pod_labels(workers))
+                    for svc in self.by_kind.get("Service", {}).values())
+            if not ok:
+                self.problem(f"Job herd-workers container {c['name']}: MASTER_ADDR {addr!r} is "
+                             f"not rank 0's pod: want {want} with a headless Service of that "
+                             f"name selecting the workers")
+            port = env.get("MASTER_PORT")
+            ports = {str(p.get("containerPort")) for p in c.get("ports", []) or []}
+            if not pod.get("hostNetwork") and port not in ports:
+                self.problem(f"Job herd-workers container {c['name']}: MASTER_PORT {port} is not "
+                             f"a containerPort of the workers")
+
     # --- the workers' Job ----------------------------------------------------------------
     def check_workers_job(self):
         job = self.by_kind.get("Job", {}).get("herd-workers")
