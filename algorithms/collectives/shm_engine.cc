@@ -1,10 +1,17 @@
 #include "algorithms/collectives/shm_engine.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
+#include "absl/strings/numbers.h"
 #include "algorithms/collectives/options.h"
 #include "common/status.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace herd::collectives::internal {
 
@@ -34,6 +41,16 @@ Region WholeRegion(size_t count, size_t esize) {
   Region r;
   r.Add(0, count * esize);
   return r;
+}
+
+size_t ShmStreamBytes() {
+  static const size_t bytes = [] {
+    const char* v = std::getenv("HERD_SHM_STREAM_BYTES");
+    size_t out = 0;
+    if (v != nullptr && absl::SimpleAtoi(v, &out)) return out;
+    return size_t{8} << 20;
+  }();
+  return bytes;
 }
 
 absl::Status ShmFail(transport::Communicator& comm, Domain* domain, absl::Status error) {
@@ -80,6 +97,41 @@ size_t PieceBytes(const ShmPlan& p, const Domain& d) {
   return std::max(es, c / es * es);
 }
 
+#if defined(__x86_64__)
+bool HasAvx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+__attribute__((target("avx2"))) void StreamCopyAvx2(std::byte* to, const std::byte* from,
+                                                    size_t len) {
+  // Up to the first 32-byte boundary of the destination with memcpy, then whole lines with
+  // non-temporal stores, the tail with memcpy.
+  const size_t head = std::min(len, (32 - reinterpret_cast<uintptr_t>(to) % 32) % 32);
+  std::memcpy(to, from, head);
+  size_t i = head;
+  for (; i + 128 <= len; i += 128) {
+    for (size_t k = 0; k < 128; k += 32) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from + i + k));
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(to + i + k), v);
+    }
+  }
+  std::memcpy(to + i, from + i, len - i);
+}
+#endif
+
+void StreamCopy(std::byte* to, const std::byte* from, size_t len) {
+#if defined(__x86_64__)
+  if (len >= 4096 && HasAvx2()) return StreamCopyAvx2(to, from, len);
+#endif
+  std::memcpy(to, from, len);
+}
+
+void StreamFence() {
+#if defined(__x86_64__)
+  _mm_sfence();
+#endif
+}
+
 size_t LongestRegion(const ShmPlan& p) {
   size_t longest = 0;
   for (const Region& r : p.regions) longest = std::max(longest, r.bytes);
@@ -120,7 +172,9 @@ absl::Status RunShmPlan(LaneOp& op, const Domain& domain, const ShmPlan& plan, u
 
   auto copy_in = [&](uint64_t t) {
     if (Partitioned(mode)) {
+      // Its own piece nobody else reads: the reduction takes it from the buffer.
       for (int d = 0; d < G; ++d) {
+        if (d == me) continue;
         const auto [a, b] = piece(d, t);
         std::byte* to = stage(me, t) + d * c;
         region(d).ForEach(a, b, [&](size_t off, size_t run, size_t len) {
@@ -138,34 +192,49 @@ absl::Status RunShmPlan(LaneOp& op, const Domain& domain, const ShmPlan& plan, u
   };
 
   auto reduce = [&](uint64_t t) {
-    if (mode == ShmMode::kAllReduce || mode == ShmMode::kReduce) {
-      // In place in this member's stage: its own piece is the accumulator.
+    if (Partitioned(mode)) {
+      // This member's piece from every other member's stage and its own buffer: into its stage
+      // (all-reduce, reduce: the others copy it from there) or in place in its buffer
+      // (reduce-scatter: the buffer is the accumulator).
       const auto [a, b] = piece(me, t);
-      if (a == b) return;
-      for (int q = 0; q < G; ++q) srcs[q] = stage(q, t) + me * c;
-      std::byte* dst = stage(me, t) + me * c;
-      ReduceMany(plan.dtype, plan.op, dst, srcs.data(), G, (b - a) / es);
-      finish(dst, b - a);
+      const bool staged = mode != ShmMode::kReduceScatter;
+      region(me).ForEach(a, b, [&](size_t off, size_t run, size_t len) {
+        for (int q = 0; q < G; ++q) srcs[q] = stage(q, t) + me * c + (run - a);
+        srcs[me] = data + off;
+        std::byte* dst = staged ? stage(me, t) + me * c + (run - a) : data + off;
+        ReduceMany(plan.dtype, plan.op, dst, srcs.data(), G, len / es);
+        finish(dst, len);
+      });
       return;
     }
-    // Into the user buffer: this member's region (reduce-scatter) or the whole vector (direct,
-    // every member alike, the sources in member order: the same bits everywhere).
-    const bool direct = mode == ShmMode::kAllReduceDirect;
-    const auto [a, b] = piece(direct ? 0 : me, t);
-    const size_t at = direct ? 0 : me * c;
-    region(direct ? 0 : me).ForEach(a, b, [&](size_t off, size_t run, size_t len) {
-      for (int q = 0; q < G; ++q) srcs[q] = stage(q, t) + at + (run - a);
+    // Direct: every member reduces the whole piece into its buffer, the sources in member order
+    // (the same bits everywhere).
+    const auto [a, b] = piece(0, t);
+    region(0).ForEach(a, b, [&](size_t off, size_t run, size_t len) {
+      for (int q = 0; q < G; ++q) srcs[q] = stage(q, t) + (run - a);
       ReduceMany(plan.dtype, plan.op, data + off, srcs.data(), G, len / es);
       finish(data + off, len);
     });
   };
 
+  // Long operations write their results with streaming stores: the buffer will not be in the
+  // cache anyway, and the stores skip reading every line before writing it.
+  const size_t stream_at = ShmStreamBytes();
+  const bool stream =
+      stream_at > 0 && LongestRegion(plan) * (SingleRegion(mode) ? 1 : G) >= stream_at;
+  auto out = [&](std::byte* to, const std::byte* from, size_t len) {
+    if (stream) {
+      StreamCopy(to, from, len);
+    } else {
+      std::memcpy(to, from, len);
+    }
+  };
   auto copy_out = [&](uint64_t t) {
     if (mode == ShmMode::kBroadcast) {
       const auto [a, b] = piece(0, t);
       const std::byte* from = stage(plan.root, t);
       region(0).ForEach(a, b, [&](size_t off, size_t run, size_t len) {
-        std::memcpy(data + off, from + (run - a), len);
+        out(data + off, from + (run - a), len);
       });
       return;
     }
@@ -174,7 +243,7 @@ absl::Status RunShmPlan(LaneOp& op, const Domain& domain, const ShmPlan& plan, u
       const auto [a, b] = piece(d, t);
       const std::byte* from = stage(d, t) + (mode == ShmMode::kAllGather ? 0 : d * c);
       region(d).ForEach(a, b, [&](size_t off, size_t run, size_t len) {
-        std::memcpy(data + off, from + (run - a), len);
+        out(data + off, from + (run - a), len);
       });
     }
   };
@@ -238,6 +307,7 @@ absl::Status RunShmPlan(LaneOp& op, const Domain& domain, const ShmPlan& plan, u
         },
         deadline, what));
   }
+  if (stream) StreamFence();
   return absl::OkStatus();
 }
 

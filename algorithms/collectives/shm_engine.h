@@ -74,6 +74,12 @@ struct ShmPlan {
   int divide_by = 0;            // > 1 with op avg: divide each reduced piece by it
 };
 
+// Copies out of the stages go to the buffer with streaming (non-temporal) stores when the
+// vector is at least this long: it will not be in the cache anyway, and such stores skip
+// reading every line before writing it. $HERD_SHM_STREAM_BYTES (0: never), else the default
+// measured on the reference machine (docs/collectives.md). Read once.
+size_t ShmStreamBytes();
+
 // Steps the plan takes on a domain with this geometry (the same on every member).
 size_t ShmSteps(const ShmPlan& plan, const transport::shm::Domain& domain);
 

@@ -21,6 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "algorithms/collectives/run.h"
 #include "algorithms/collectives/topology.h"
+#include "common/status.h"
 #include "tests/integration/killed_rank_expectations.h"
 #include "tests/integration/process_ranks.h"
 #include "transport/shm/shm_domain.h"
