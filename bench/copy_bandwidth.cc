@@ -22,8 +22,7 @@
 namespace {
 
 double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 int Usage() {
@@ -51,9 +50,8 @@ int main(int argc, char** argv) {
   }
   if (argc % 2 == 0) return Usage();
   // Each child writes its rate here; all start together on a flag in shared memory.
-  auto* shared = static_cast<volatile double*>(mmap(nullptr, 4096 + 8 * procs,
-                                                    PROT_READ | PROT_WRITE,
-                                                    MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  auto* shared = static_cast<volatile double*>(
+      mmap(nullptr, 4096 + 8 * procs, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   auto* go = reinterpret_cast<volatile int*>(const_cast<double*>(shared) + procs);
   *go = 0;
   for (int p = 0; p < procs; ++p) {

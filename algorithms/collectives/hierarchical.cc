@@ -30,6 +30,7 @@
 #include "algorithms/collectives/broadcast.h"
 #include "algorithms/collectives/decision_table.h"
 #include "algorithms/collectives/internal.h"
+#include "algorithms/collectives/rails.h"
 #include "algorithms/collectives/reduce_scatter.h"
 #include "algorithms/collectives/run.h"
 #include "algorithms/collectives/shm_engine.h"
@@ -70,27 +71,8 @@ absl::StatusOr<Algorithm> FlatPick(CollectiveOp op, DType dtype, size_t bytes, i
   return ResolveFor(op, DTypeSize(dtype), bytes, LayoutTraits{hosts, hosts, false, true});
 }
 
-// Rail l's chunks of the flat layout: chunk of rank(h, l) for every host h, in host order.
-std::vector<internal::Chunk> RailChunks(const HostLayout& l, size_t count, int local) {
-  std::vector<internal::Chunk> chunks(l.hosts);
-  for (int h = 0; h < l.hosts; ++h) {
-    const int q = l.rank_at(h, local);
-    chunks[h] = {ChunkBegin(count, l.ranks, q), ChunkSize(count, l.ranks, q)};
-  }
-  return chunks;
-}
-
-// Per local index l, rail l's chunks as one region (the shm phases of reduce-scatter and
-// all-gather).
-std::vector<Region> RailRegions(const HostLayout& l, size_t count, size_t es) {
-  std::vector<Region> regions(l.per_host);
-  for (int local = 0; local < l.per_host; ++local) {
-    for (const internal::Chunk& c : RailChunks(l, count, local)) {
-      regions[local].Add(c.begin * es, c.count * es);
-    }
-  }
-  return regions;
-}
+using internal::RailChunks;
+using internal::RailRegions;
 
 // Hosts of unequal sizes: reduce to each host's lowest rank, all-reduce among those, broadcast.
 absl::Status LeaderAllReduce(const AllReduceOptions& o, Topology& topo, Deadline deadline,
