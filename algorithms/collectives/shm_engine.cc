@@ -75,7 +75,7 @@ absl::Status RunShmOperation(transport::Communicator& comm, Domain& domain, tran
   for (const Region& r : plan.regions) mix(r.bytes);
   absl::StatusOr<LaneOp> op = domain.Enter(key, signature, deadline, what);
   if (!op.ok()) return ShmFail(comm, &domain, op.status());
-  absl::Status st = RunShmPlan(*op, domain, plan, 0, deadline, what);
+  absl::Status st = RunShmPlan(*op, domain, plan, deadline, what);
   if (!st.ok()) return ShmFail(comm, &domain, std::move(st));
   op->Leave();
   return absl::OkStatus();
@@ -145,8 +145,9 @@ size_t ShmSteps(const ShmPlan& plan, const Domain& domain) {
   return (LongestRegion(plan) + c - 1) / c;
 }
 
-absl::Status RunShmPlan(LaneOp& op, const Domain& domain, const ShmPlan& plan, uint64_t base,
-                        Deadline deadline, std::string_view what) {
+absl::Status RunShmPlan(LaneOp& op, const Domain& domain, const ShmPlan& plan, Deadline deadline,
+                        std::string_view what) {
+  constexpr uint64_t base = 0;
   const int G = domain.size(), me = domain.index(), K = domain.stages();
   const ShmMode mode = plan.mode;
   const size_t es = DTypeSize(plan.dtype), c = PieceBytes(plan, domain);
@@ -266,6 +267,8 @@ absl::Status RunShmPlan(LaneOp& op, const Domain& domain, const ShmPlan& plan, u
     return op.Lagging(mode == ShmMode::kAllGather ? C::kIn : C::kReduced, base + t + 1);
   };
 
+  // Only the all-reduce's and reduce's copy out reads the reduced counters.
+  const bool reduced_read = mode == ShmMode::kAllReduce || mode == ShmMode::kReduce;
   // Cursors: steps copied in, reduced, done. Every member advances (and publishes) all three
   // for every step, also where it has nothing to do in a phase, so that the counters mean the
   // same on every member.
@@ -273,12 +276,15 @@ absl::Status RunShmPlan(LaneOp& op, const Domain& domain, const ShmPlan& plan, u
   while (co < T) {
     if (co < rd && out_blocker(co) < 0) {
       if (copies_out) copy_out(co);
-      op.Publish(C::kDone, base + ++co);
+      // After the last step no one waits for it: the next operation of the lane waits for
+      // every member to leave instead (each publish may cost a wake-up syscall).
+      if (++co < T) op.Publish(C::kDone, base + co);
       continue;
     }
     if (rd < ci && reduce_blocker(rd) < 0) {
       if (reduces) reduce(rd);
-      op.Publish(C::kReduced, base + ++rd);
+      ++rd;
+      if (reduced_read) op.Publish(C::kReduced, base + rd);
       continue;
     }
     if (ci < T && ci < co + K && in_blocker(ci) < 0) {

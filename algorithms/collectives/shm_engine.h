@@ -83,12 +83,11 @@ size_t ShmStreamBytes();
 // Steps the plan takes on a domain with this geometry (the same on every member).
 size_t ShmSteps(const ShmPlan& plan, const transport::shm::Domain& domain);
 
-// Runs the plan's steps [base, base + ShmSteps) of `op`'s counters (a hierarchical collective
-// runs two plans on one lane, the second from where the first ended). Errors as LaneOp::Wait's,
-// prefixed with `what`; the caller aborts.
+// Runs the plan's steps on `op`, a lane operation of its own (its counters start at 0; the last
+// step's "done" is not published: the next operation of the lane waits for every member to
+// leave). Errors as LaneOp::Wait's, prefixed with `what`; the caller aborts.
 absl::Status RunShmPlan(transport::shm::LaneOp& op, const transport::shm::Domain& domain,
-                        const ShmPlan& plan, uint64_t base, Deadline deadline,
-                        std::string_view what);
+                        const ShmPlan& plan, Deadline deadline, std::string_view what);
 
 // Region d = chunk d of `count` elements over `parts` (ChunkBegin / ChunkSize), in bytes.
 std::vector<Region> ChunkRegions(size_t count, int parts, size_t esize);
