@@ -5,6 +5,10 @@
 
 namespace herd::collectives {
 
+// The default of AllReduceOptions::shm_direct_bytes: $HERD_SHM_DIRECT_BYTES, else the value
+// measured on the reference machine (read once).
+size_t DefaultShmDirectBytes();
+
 struct AllReduceOptions : CommonOptions {
   void* data = nullptr;  // in place
   size_t count = 0;
@@ -13,7 +17,7 @@ struct AllReduceOptions : CommonOptions {
   size_t block_bytes = size_t{256} << 10;  // linear pipeline: block size b of the paper
   // shm, hier: vectors up to this many bytes are reduced whole by every rank of a host from all
   // of its members' stages (one synchronisation), longer ones a share per rank (two).
-  size_t shm_direct_bytes = size_t{16} << 10;
+  size_t shm_direct_bytes = DefaultShmDirectBytes();
 };
 
 // RingReduceScatter then RingAllGather (the decoupled pair DeAR schedules separately), on the

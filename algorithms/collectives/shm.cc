@@ -3,6 +3,9 @@
 // segment). Every rank of the communicator must be on this host; on one host a rank's local
 // index in the segment is its rank.
 
+#include <cstdlib>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "algorithms/collectives/allgather.h"
 #include "algorithms/collectives/allreduce.h"
@@ -43,6 +46,16 @@ std::string What(std::string_view name, OpKind kind, uint32_t tag) {
 }
 
 }  // namespace
+
+size_t DefaultShmDirectBytes() {
+  static const size_t bytes = [] {
+    const char* v = std::getenv("HERD_SHM_DIRECT_BYTES");
+    size_t out = 0;
+    if (v != nullptr && absl::SimpleAtoi(v, &out)) return out;
+    return size_t{16} << 10;
+  }();
+  return bytes;
+}
 
 absl::Status ShmAllReduce(const AllReduceOptions& o) {
   constexpr std::string_view kWhat = "shm all-reduce";

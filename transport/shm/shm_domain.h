@@ -60,7 +60,10 @@ namespace herd::transport::shm {
 struct DomainConfig {
   int lanes = 8;   // operations that can run at once without waiting for one another
   int stages = 4;  // pipeline depth: steps a member may copy in ahead of the slowest
-  size_t stage_bytes = size_t{128} << 10;  // one member's share of one pipeline step
+  // One member's share of one pipeline step. 256 KiB: at 4 ranks on 2 cores, 128 KiB took
+  // 1.7-2.1x as long for 16-64 MiB all-reduces (more steps, each a chance to sleep), 1 MiB no
+  // less than 256 KiB (docs/BENCHMARKS.md, "stage geometry").
+  size_t stage_bytes = size_t{256} << 10;
   // The defaults, overridden by HERD_SHM_LANES, HERD_SHM_STAGES, HERD_SHM_STAGE_BYTES (the
   // leader's environment counts: the others read the geometry from the segment). Bad values
   // are INVALID_ARGUMENT naming the variable.
