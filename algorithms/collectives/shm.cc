@@ -52,7 +52,7 @@ size_t DefaultShmDirectBytes() {
     const char* v = std::getenv("HERD_SHM_DIRECT_BYTES");
     size_t out = 0;
     if (v != nullptr && absl::SimpleAtoi(v, &out)) return out;
-    return size_t{16} << 10;
+    return size_t{256} << 10;
   }();
   return bytes;
 }

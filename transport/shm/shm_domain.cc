@@ -77,7 +77,11 @@ namespace {
 
 size_t RoundUp(size_t v, size_t to) { return (v + to - 1) / to * to; }
 
-size_t LaneStride(int members) { return RoundUp(sizeof(LaneHeader) + members * 3 * kLine, kPage); }
+// Per member: three counters and a doorbell (futex word and sleeper count), a line each.
+constexpr int kLinesPerMember = 4;
+size_t LaneStride(int members) {
+  return RoundUp(sizeof(LaneHeader) + members * kLinesPerMember * kLine, kPage);
+}
 
 int64_t NowNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
@@ -194,7 +198,12 @@ LaneHeader* Domain::lane(int l) const {
 }
 std::atomic<uint64_t>* Domain::counter(int l, int local, int c) const {
   return reinterpret_cast<std::atomic<uint64_t>*>(base_ + lane_offset_ + l * lane_stride_ +
-                                                  sizeof(LaneHeader) + (local * 3 + c) * kLine);
+                                                  sizeof(LaneHeader) +
+                                                  (local * kLinesPerMember + c) * kLine);
+}
+
+std::atomic<uint32_t>* Domain::bell(int l, int local) const {
+  return reinterpret_cast<std::atomic<uint32_t>*>(counter(l, local, 3));
 }
 
 std::string Domain::SegmentPrefix() {
@@ -422,7 +431,10 @@ void Domain::Abort(const absl::Status& why) {
 void Domain::WakeAll() {
   if (base_ == nullptr) return;
   Bump(&header()->attached, &header()->sleepers);
-  for (int l = 0; l < lanes_; ++l) Bump(&lane(l)->gen, &lane(l)->sleepers);
+  for (int l = 0; l < lanes_; ++l) {
+    Bump(&lane(l)->gen, &lane(l)->sleepers);
+    for (int q = 0; q < size_; ++q) Bump(bell(l, q), bell(l, q) + 1);
+  }
 }
 
 void Domain::Bump(std::atomic<uint32_t>* word, std::atomic<uint32_t>* sleepers) {
@@ -503,6 +515,12 @@ absl::Status Domain::CheckPeers(bool poll_pids) {
 absl::Status Domain::WaitWord(absl::FunctionRef<int()> lagging, std::atomic<uint32_t>* word,
                               std::atomic<uint32_t>* sleepers, Deadline deadline,
                               std::string_view what) {
+  return WaitOn(
+      lagging, [&](int) { return std::make_pair(word, sleepers); }, deadline, what);
+}
+
+absl::Status Domain::WaitOn(absl::FunctionRef<int()> lagging, WordOf word_of, Deadline deadline,
+                            std::string_view what) {
   // Spin first, unless the members outnumber the cores: then the member waited for is likely
   // not running, and the core is better handed over at once.
   const int64_t spin_until = NowNanos() + (oversubscribed_ ? 2'000 : 50'000);
@@ -512,9 +530,15 @@ absl::Status Domain::WaitWord(absl::FunctionRef<int()> lagging, std::atomic<uint
     CpuRelax();
   }
   while (true) {
-    const uint32_t seen = word->load(std::memory_order_seq_cst);
+    // The word of the member waited for, read before the predicate: a publish after this
+    // read changes it, so the futex wait below cannot miss it.
     const int who = lagging();
     if (who < 0) return absl::OkStatus();
+    const auto [word, sleepers] = word_of(who);
+    const uint32_t seen = word->load(std::memory_order_seq_cst);
+    const int again = lagging();
+    if (again < 0) return absl::OkStatus();
+    if (again != who) continue;
     const int64_t now = NowNanos();
     int64_t next = next_pid_check_ns_.load(std::memory_order_relaxed);
     const bool poll_pids = now >= next && next_pid_check_ns_.compare_exchange_strong(
@@ -596,8 +620,9 @@ std::byte* LaneOp::stage(int local, int s) const {
 
 void LaneOp::Publish(Counter c, uint64_t value) {
   domain_->counter(lane_, domain_->index_, c)->store(value, std::memory_order_release);
-  LaneHeader* h = domain_->lane(lane_);
-  domain_->Bump(&h->gen, &h->sleepers);
+  // Only the members waiting for this one sleep on its doorbell.
+  std::atomic<uint32_t>* b = domain_->bell(lane_, domain_->index_);
+  domain_->Bump(b, b + 1);
 }
 
 uint64_t LaneOp::Get(int local, Counter c) const {
@@ -613,8 +638,19 @@ int LaneOp::Lagging(Counter c, uint64_t value) const {
 
 absl::Status LaneOp::Wait(absl::FunctionRef<int()> lagging, Deadline deadline,
                           std::string_view what) {
-  LaneHeader* h = domain_->lane(lane_);
-  return domain_->WaitWord(lagging, &h->gen, &h->sleepers, deadline, what);
+  Domain& d = *domain_;
+  LaneHeader* h = d.lane(lane_);
+  const int lane = lane_;
+  return d.WaitOn(
+      lagging,
+      [&](int who) {
+        // The member waited for rings its doorbell on every publish; a waiter that names
+        // itself (nothing to wait for but a wake-up) sleeps on the lane's word.
+        if (who == d.index_) return std::make_pair(&h->gen, &h->sleepers);
+        std::atomic<uint32_t>* b = d.bell(lane, who);
+        return std::make_pair(b, b + 1);
+      },
+      deadline, what);
 }
 
 void LaneOp::Leave() {

@@ -8,7 +8,8 @@
 //   control x G   per member: state (attached / aborted / closed), pid, host identity, the
 //                 reason of an abort
 //   lane x L      per lane: the key of the operation that holds it, a futex word, and per member
-//                 three counters (each on its own cache line): steps copied in, reduced, done
+//                 three counters and a doorbell (each on its own cache line): steps copied in,
+//                 reduced, done
 //   stages        per lane and member: K stages of stage_bytes, where the member copies its part
 //                 of a pipeline step; peers read it from there directly
 //
@@ -26,12 +27,14 @@
 // the order of the claims, which every member sees alike, so concurrent operations on one
 // communicator (DeAR's reduce-scatter and all-gather threads) never deadlock.
 //
-// Waiting. A waiter spins briefly (not at all when the host has more members than cores), then
-// sleeps on the lane's futex word, at most 10 ms at a time. Every publish bumps the word and
-// wakes sleepers when there are any. Between sleeps it checks, in this order: its predicate, the
-// members' published states (aborted with a reason / closed), its own communicator's status, and
-// (at most every 2 ms) the members' pidfds: a member that died mid-operation is named within
-// about 10 ms by every member that waits on anything.
+// Waiting. A waiter spins briefly (2 us when the host has more members than cores), then sleeps
+// on the doorbell of the member it waits for (a futex word per member and lane), at most 10 ms
+// at a time. Every publish rings the publisher's doorbell and wakes its sleepers when there are
+// any, so a publish wakes only the members waiting for that member, not the whole host. Between
+// sleeps it checks, in this order: its predicate, the members' published states (aborted with a
+// reason / closed), its own communicator's status, and (at most every 2 ms) the members' pidfds: a
+// member that died mid-operation is named within about 10 ms by every member that waits on
+// anything.
 //
 // Thread safety: Enter, Abort and the LaneOps of different lanes may be used from several threads
 // at once. One LaneOp belongs to one thread.
@@ -47,6 +50,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
@@ -58,8 +62,12 @@
 namespace herd::transport::shm {
 
 struct DomainConfig {
-  int lanes = 8;   // operations that can run at once without waiting for one another
-  int stages = 4;  // pipeline depth: steps a member may copy in ahead of the slowest
+  // Operations that can run at once without waiting for one another (DeAR runs two).
+  int lanes = 4;
+  // Pipeline depth: steps a member may copy in ahead of the slowest. 8 against 4: 16-64 MiB
+  // all-reduces 15-20 % faster at 4 ranks on 2 cores (a rank that runs does more before it
+  // waits).
+  int stages = 8;
   // One member's share of one pipeline step. 256 KiB: at 4 ranks on 2 cores, 128 KiB took
   // 1.7-2.1x as long for 16-64 MiB all-reduces (more steps, each a chance to sleep), 1 MiB no
   // less than 256 KiB (docs/BENCHMARKS.md, "stage geometry").
@@ -194,6 +202,11 @@ class Domain {
              Deadline deadline);
   absl::Status WaitWord(absl::FunctionRef<int()> lagging, std::atomic<uint32_t>* word,
                         std::atomic<uint32_t>* sleepers, Deadline deadline, std::string_view what);
+  // As WaitWord, sleeping on the word of the member `lagging` names (`word_of(member)`: the
+  // futex word and its sleeper count).
+  using WordOf = absl::FunctionRef<std::pair<std::atomic<uint32_t>*, std::atomic<uint32_t>*>(int)>;
+  absl::Status WaitOn(absl::FunctionRef<int()> lagging, WordOf word_of, Deadline deadline,
+                      std::string_view what);
   void Bump(std::atomic<uint32_t>* word, std::atomic<uint32_t>* sleepers);
 
   // Pointers into the mapping (shm_domain.cc defines the structures).
@@ -201,6 +214,8 @@ class Domain {
   Control* control(int local) const;
   LaneHeader* lane(int l) const;
   std::atomic<uint64_t>* counter(int l, int local, int c) const;
+  // Member `local`'s doorbell in lane l: the futex word, followed by its sleeper count.
+  std::atomic<uint32_t>* bell(int l, int local) const;
 
   Communicator* comm_ = nullptr;
   std::function<absl::Status(int local)> peer_status_;
