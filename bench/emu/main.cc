@@ -47,7 +47,7 @@ int Fail(const std::string& what, const absl::Status& st) {
 // value; decentralized sends half the vector to each ring neighbour (with P > 2), and
 // decentralized_whole the whole vector to each. 0 for the sparse probes
 // (their volume depends on how the selections overlap).
-double IdealSeconds(const ProbeResult& r, uint64_t rate) {
+double IdealSeconds(const ProbeResult& r, uint64_t rate, bool round_robin) {
   const double bits = 8.0 * static_cast<double>(r.bytes);
   const double link = static_cast<double>(rate);
   if (r.probe == "stream") return bits * r.iters / link;
@@ -59,6 +59,8 @@ double IdealSeconds(const ProbeResult& r, uint64_t rate) {
   if (r.probe == "allreduce" && r.algo == "hier" && hosts > 1) {
     return 2.0 * (hosts - 1) / hosts * bits / link;
   }
+  // Round-robin placement: every edge of the flat ring crosses hosts, G of them per host link.
+  if ((r.probe == "allreduce" || r.probe == "ring") && round_robin) return ring * r.ranks_per_host;
   if (r.probe == "allreduce" || r.probe == "ring") return ring;
   if (r.probe == "clps") return ring / 4;
   if (r.probe == "decentralized") return bits / link;
@@ -74,11 +76,12 @@ int Probe(ProbeOptions probe, const std::string& rate_text, const std::string& b
   if (!bytes.ok()) return Fail("probe", bytes.status());
   probe.bytes = *bytes;
   InstallInterruptHandlers();
-  auto cluster = Cluster::Create(probe.rank.ranks, *rate, probe.ranks_per_host);
+  auto cluster =
+      Cluster::Create(probe.rank.ranks, *rate, probe.ranks_per_host, probe.round_robin);
   if (!cluster.ok()) return Fail("probe", cluster.status());
   auto result = MeasureInCluster(**cluster, SelfExe(), probe);
   if (!result.ok()) return Fail("probe", result.status());
-  const double ideal = IdealSeconds(*result, *rate);
+  const double ideal = IdealSeconds(*result, *rate, probe.round_robin);
   if (json) {
     std::printf("%s\n", ToJson(*result).Write().c_str());
   } else if (ideal == 0) {
@@ -197,6 +200,8 @@ int main(int argc, char** argv) {
                   "Ranks per emulated host (shared memory among them, one capped link per host)")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
+  run->add_flag("--round-robin", probe.round_robin,
+                "Place rank r on host r mod H (default: hosts of consecutive ranks)");
   run->add_option("--algo", probe.algo,
                   "allreduce: the algorithm (ring, hier, auto, rh, ...: collectives/run.h)")
       ->capture_default_str();

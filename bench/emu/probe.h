@@ -40,6 +40,7 @@ struct ProbeOptions {
   double density = 0.01;      // sparse and topk_allgather
   std::string algo = "ring";  // allreduce: the algorithm (collectives/run.h names)
   int ranks_per_host = 1;     // ranks per emulated host (cluster.h)
+  bool round_robin = false;   // rank r on host r mod H instead of r / G
   std::chrono::seconds timeout{300};
 };
 

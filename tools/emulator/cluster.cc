@@ -53,7 +53,7 @@ absl::Status NotRoot() {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Create(int ranks, uint64_t rate_bits_per_s,
-                                                         int ranks_per_host) {
+                                                         int ranks_per_host, bool round_robin) {
   if (ranks < 1 || ranks > kMaxRanks) {
     return absl::InvalidArgumentError(
         absl::StrFormat("cluster emulator: ranks must be in [1, %d], got %d", kMaxRanks, ranks));
@@ -71,6 +71,7 @@ absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Create(int ranks, uint64_t rat
   std::unique_ptr<Cluster> cluster(
       new Cluster(ranks, ranks_per_host, rate_bits_per_s,
                   absl::StrFormat("%s%d-", kNamespacePrefix, getpid())));
+  cluster->round_robin_ = round_robin && ranks % ranks_per_host == 0;
   if (absl::Status st = cluster->Build(); !st.ok()) {
     if (absl::Status undo = cluster->Destroy(); !undo.ok()) {
       Log().warn("cluster emulator: cleanup after a failed build: {}", std::string(undo.message()));
@@ -88,7 +89,7 @@ absl::Status Cluster::Build() {
   HERD_RETURN_IF_ERROR(Run({"ip", "-n", hub, "link", "add", kBridge, "type", "bridge"}));
   HERD_RETURN_IF_ERROR(Run({"ip", "-n", hub, "link", "set", kBridge, "up"}));
   for (int h = 0; h < hosts(); ++h) {
-    const int r = h * per_host_;  // the host's first rank names its address
+    const int r = round_robin_ ? h : h * per_host_;  // the host's first rank names its address
     const std::string ns = HostNamespace(h), port = HubDevice(h);
     HERD_RETURN_IF_ERROR(Run({"ip", "netns", "add", ns}));
     created_.push_back(ns);

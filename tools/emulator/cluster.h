@@ -2,7 +2,9 @@
 // The cluster emulator: every emulated host in its own network namespace, joined through a
 // bridge by a veth pair whose bandwidth is capped with tc's token-bucket filter in both
 // directions — this machine's stand-in for a cluster in which the network, not the CPU, is the
-// bottleneck. A host holds `ranks_per_host` ranks (G, default 1); rank r is on host r / G.
+// bottleneck. A host holds `ranks_per_host` ranks (G, default 1); rank r is on host r / G, or on
+// host r mod H with round-robin placement (a rank's ring neighbours then sit on other hosts, as
+// when a scheduler places ranks without regard to hosts).
 //
 //   host h: netns herd-emu-<pid>-<h>, lo up, veth "emu0" 10.77.x.y/16 (host part h + 1),
 //           tbf at `rate` on emu0's egress (what the host sends)
@@ -50,7 +52,8 @@ class Cluster {
   // returns the failing command and its message (FAILED_PRECONDITION when not root).
   // ranks in [1, 4096], ranks_per_host in [1, ranks]; rate as emulator::ParseRate allows.
   static absl::StatusOr<std::unique_ptr<Cluster>> Create(int ranks, uint64_t rate_bits_per_s,
-                                                         int ranks_per_host = 1);
+                                                         int ranks_per_host = 1,
+                                                         bool round_robin = false);
 
   // OK when this process may build clusters (root, `ip netns` works); otherwise the reason.
   // Creates and removes one namespace.
@@ -71,7 +74,7 @@ class Cluster {
   int ranks() const { return ranks_; }
   int ranks_per_host() const { return per_host_; }
   int hosts() const { return (ranks_ + per_host_ - 1) / per_host_; }
-  int HostOf(int rank) const { return rank / per_host_; }
+  int HostOf(int rank) const { return round_robin_ ? rank % hosts() : rank / per_host_; }
   uint64_t rate_bits_per_s() const { return rate_; }
   std::string Namespace(int rank) const;  // the namespace of the rank's host
   std::string HubNamespace() const;
@@ -86,6 +89,7 @@ class Cluster {
  private:
   Cluster(int ranks, int per_host, uint64_t rate, std::string prefix)
       : ranks_(ranks), per_host_(per_host), rate_(rate), prefix_(std::move(prefix)) {}
+  bool round_robin_ = false;
   absl::Status Build();
   std::string HostNamespace(int host) const;
 
