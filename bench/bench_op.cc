@@ -19,10 +19,12 @@ struct OpInfo {
 
 const std::array<OpInfo, 6>& Ops() {
   static const std::array<OpInfo, 6> kOps = {{
-      {BenchOp::kAllReduce, "allreduce", {"auto", "ring", "lp", "tree", "rd", "rh", "oneshot"}},
-      {BenchOp::kReduceScatter, "reduce_scatter", {"auto", "ring", "rh", "oneshot"}},
-      {BenchOp::kAllGather, "allgather", {"auto", "ring", "rd", "bruck", "oneshot"}},
-      {BenchOp::kBroadcast, "broadcast", {"auto", "lp", "tree"}},
+      {BenchOp::kAllReduce,
+       "allreduce",
+       {"auto", "ring", "lp", "tree", "rd", "rh", "oneshot", "shm", "hier"}},
+      {BenchOp::kReduceScatter, "reduce_scatter", {"auto", "ring", "rh", "oneshot", "shm", "hier"}},
+      {BenchOp::kAllGather, "allgather", {"auto", "ring", "rd", "bruck", "oneshot", "shm", "hier"}},
+      {BenchOp::kBroadcast, "broadcast", {"auto", "lp", "tree", "shm", "hier"}},
       {BenchOp::kReduce, "reduce", {"auto", "lp", "tree"}},
       {BenchOp::kAllToAll, "alltoall", {"pairwise"}},
   }};

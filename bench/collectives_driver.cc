@@ -131,7 +131,9 @@ class Driver {
  private:
   // The tuning run's output: the rules for this rank count, merged into the file.
   void WriteTable(const std::vector<BenchResult>& results) {
-    const auto rules = RulesFromResults(results, o_.ranks, DTypeSize(o_.spec.dtype));
+    const int hosts =
+        o_.ranks_per_host > 0 ? (o_.ranks + o_.ranks_per_host - 1) / o_.ranks_per_host : 1;
+    const auto rules = RulesFromResults(results, o_.ranks, DTypeSize(o_.spec.dtype), hosts);
     if (rules.empty()) {
       failed_ = true;
       Error("--tune: nothing was measured, the table is unchanged");
@@ -168,8 +170,14 @@ class Driver {
     for (const auto& args : {SweepArgs(spec), o_.herd_rank_args}) {
       argv.insert(argv.end(), args.begin(), args.end());
     }
-    return {"herd", RankChildren("herd", argv, o_.ranks, store),
-            spec.timeout + std::chrono::seconds(15)};
+    std::vector<ChildSpec> children = RankChildren("herd", argv, o_.ranks, store);
+    if (o_.ranks_per_host > 0) {
+      for (size_t r = 0; r < children.size(); ++r) {
+        children[r].env.push_back(
+            absl::StrFormat("HERD_UCX_HOST_ID=bench-host-%d", r / o_.ranks_per_host));
+      }
+    }
+    return {"herd", std::move(children), spec.timeout + std::chrono::seconds(15)};
   }
 
   std::string MpiExe() const { return o_.tool_dir + "/herd-bench-mpi"; }

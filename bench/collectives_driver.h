@@ -33,6 +33,10 @@ struct CollectivesBenchOptions {
   // Non-empty: after the sweep, the fastest herd algorithm per (op, size) becomes decision-table
   // rules for this rank count, merged into this file (bench/tune.h).
   std::string tune_path;
+  // > 0: herd's ranks run as hosts of this many ranks (rank r gets HERD_UCX_HOST_ID
+  // bench-host-<r / G>): shared memory within a host, TCP over loopback between hosts, the
+  // hierarchical algorithms' layout on one machine. The peers still run on one host.
+  int ranks_per_host = 0;
 };
 
 // Returns the exit code: 0 when everything ran and every check passed, 1 otherwise, 128 + the

@@ -19,8 +19,11 @@ namespace herd::bench {
 // same pick make one rule; where the winner changes between sizes
 // a and b the bound is sqrt(a b) (the sizes are a geometric series), and the winner at the
 // largest size extends to every larger one. Unmeasured results are ignored.
+// Where the pick is shm or hier (which run only on some layouts) the rule's fallback is the
+// fastest of the other algorithms at that size. The rules are for `ranks` ranks on `hosts` hosts.
 std::vector<collectives::DecisionRule> RulesFromResults(const std::vector<BenchResult>& results,
-                                                        int ranks, size_t dtype_bytes);
+                                                        int ranks, size_t dtype_bytes,
+                                                        int hosts = 1);
 
 // The sizes a tuning run measures when --sizes is not given: 1 KiB to 16 MiB, powers of 4 (the
 // ring wins from a few MiB up on every machine measured; larger sizes only cost time).

@@ -69,6 +69,14 @@ class BenchCommand : public Command {
         "--table", table_,
         "herd: the decision table algorithm 'auto' consults (a file `--tune` wrote; default: "
         "$HERD_COLLECTIVES_TABLE, else the table compiled into herd)");
+    collectives_
+        ->add_option("--ranks-per-host", ranks_per_host_,
+                     "herd: run the ranks as hosts of this many (a host identity per group: "
+                     "shared memory within a host, TCP over loopback between hosts), the layout "
+                     "of the hierarchical algorithms; 0: every rank on this host. The peers "
+                     "still run on one host")
+        ->check(CLI::Range(0, 128))
+        ->capture_default_str();
     collectives_->add_option(
         "--tune", tune_,
         "Measure every herd algorithm of each operation (no peers; default sizes 1K..16M in "
@@ -249,11 +257,13 @@ class BenchCommand : public Command {
     }
     if (!tune_.empty()) {
       // Every algorithm but auto (which would measure the table being made), no peers.
+      // shm runs on one host only, hier only across hosts (on one host it is shm again).
       if (flags_.algos.empty()) {
         std::set<std::string> seen;
+        const std::string_view other_layout = ranks_per_host_ > 0 ? "shm" : "hier";
         for (bench::BenchOp op : spec->ops) {
           for (std::string_view algo : bench::HerdAlgorithms(op)) {
-            if (algo != "auto" && seen.insert(std::string(algo)).second) {
+            if (algo != "auto" && algo != other_layout && seen.insert(std::string(algo)).second) {
               spec->algos.emplace_back(algo);
             }
           }
@@ -281,6 +291,7 @@ class BenchCommand : public Command {
       options.herd_rank_args.push_back(table_);
     }
     options.tune_path = tune_;
+    options.ranks_per_host = ranks_per_host_;
     return bench::RunCollectivesBench(options);
   }
 
@@ -303,6 +314,7 @@ class BenchCommand : public Command {
   CLI::App* rank_ = nullptr;
   bench::SweepFlags flags_;
   int ranks_ = 4;
+  int ranks_per_host_ = 0;
   std::string peers_ = "mpi,gloo";
   bool json_ = false;
   bool ucx_zero_copy_ = false;

@@ -26,6 +26,14 @@ absl::StatusOr<ReduceOp> ParseReduceOp(std::string_view name);  // sum, avg|aver
 // dst and src may not partially overlap; dst == src is allowed.
 void ReduceInto(DType dtype, ReduceOp op, void* dst, const void* src, size_t count);
 
+// dst[i] = srcs[0][i] (op) srcs[1][i] (op) ... (op) srcs[n-1][i], i < count: the reduction of n
+// vectors in one pass over each (what a shared-memory collective does with every rank's slice).
+// The sources are combined in index order, except that a source dst aliases exactly is taken
+// first (dst = srcs[j] means dst (op)= the others, in index order). fp16 and bf16 accumulate in
+// fp32 and round once at the end (at most one rounding, against one per addition pairwise).
+// kAverage accumulates like kSum. No source may partially overlap dst; n >= 1.
+void ReduceMany(DType dtype, ReduceOp op, void* dst, const void* const* srcs, int n, size_t count);
+
 // data[i] *= factor (floating types; integers are divided exactly when factor = 1/n).
 void ScaleInPlace(DType dtype, void* data, size_t count, double factor);
 

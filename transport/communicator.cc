@@ -32,6 +32,8 @@ const char* OpKindName(OpKind kind) {
       return "bootstrap";
     case OpKind::kStateHandover:
       return "state_handover";
+    case OpKind::kTopology:
+      return "topology";
   }
   return "unknown";
 }
@@ -44,6 +46,29 @@ std::string RequestState::Describe() const {
   return absl::StrFormat("%s of %u bytes %s rank %d (%s)",
                          direction == Direction::kSend ? "send" : "recv", bytes,
                          direction == Direction::kSend ? "to" : "from", peer, tag.ToString());
+}
+
+Communicator::~Communicator() = default;
+
+absl::StatusOr<CommunicatorAttachment*> Communicator::Attachment(
+    std::string_view key,
+    absl::FunctionRef<absl::StatusOr<std::unique_ptr<CommunicatorAttachment>>()> make) {
+  std::lock_guard<std::mutex> lock(attachments_mu_);
+  for (auto& [k, a] : attachments_) {
+    if (k == key) return a.get();
+  }
+  absl::StatusOr<std::unique_ptr<CommunicatorAttachment>> made = make();
+  if (!made.ok()) return made.status();
+  attachments_.emplace_back(std::string(key), *std::move(made));
+  return attachments_.back().second.get();
+}
+
+CommunicatorAttachment* Communicator::FindAttachment(std::string_view key) {
+  std::lock_guard<std::mutex> lock(attachments_mu_);
+  for (auto& [k, a] : attachments_) {
+    if (k == key) return a.get();
+  }
+  return nullptr;
 }
 
 absl::Status Communicator::WaitAll(absl::Span<Request> reqs, Deadline deadline) {

@@ -22,10 +22,15 @@
 //  - Thread safety: all methods may be called concurrently from several threads.
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "common/bytes.h"
 #include "common/deadline.h"
@@ -78,9 +83,18 @@ class Request {
 // when the communicator's memory is not host memory.
 class NativeCollectives;
 
+// State that a layer above the transport keeps per communicator (the collectives keep the host
+// layout and the shared-memory segment of the ranks on this host): made on first use through
+// Communicator::Attachment, destroyed with the communicator, after the backend's own shutdown
+// (so it must not call the communicator from its destructor).
+class CommunicatorAttachment {
+ public:
+  virtual ~CommunicatorAttachment() = default;
+};
+
 class Communicator {
  public:
-  virtual ~Communicator() = default;
+  virtual ~Communicator();
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
@@ -103,6 +117,19 @@ class Communicator {
   // is touched afterwards) and returns it.
   absl::Status WaitAll(absl::Span<Request> reqs, Deadline deadline);
   absl::Status WaitAll(std::initializer_list<Request*> reqs, Deadline deadline);
+
+  // The attachment stored under `key`, made by `make` on the first call. Callers of one key are
+  // served one at a time, so a second caller waits for the first one's `make` (which may run a
+  // collective on this communicator). An error from `make` is returned and nothing is stored.
+  absl::StatusOr<CommunicatorAttachment*> Attachment(
+      std::string_view key,
+      absl::FunctionRef<absl::StatusOr<std::unique_ptr<CommunicatorAttachment>>()> make);
+  // The attachment under `key` if one was made, else nullptr; never makes one.
+  CommunicatorAttachment* FindAttachment(std::string_view key);
+
+ private:
+  std::mutex attachments_mu_;
+  std::vector<std::pair<std::string, std::unique_ptr<CommunicatorAttachment>>> attachments_;
 };
 
 }  // namespace herd::transport

@@ -26,6 +26,7 @@ enum class OpKind : uint8_t {
   kCompressed = 10,
   kBootstrap = 11,
   kStateHandover = 12,  // an elastic job's live workers hand the state to one that joins
+  kTopology = 13,       // collectives learning the host layout (algorithms/collectives/topology.h)
 };
 
 const char* OpKindName(OpKind kind);

@@ -28,5 +28,12 @@ absl::Status BruckAllGather(const AllGatherOptions& options);
 // One round: this rank's chunk straight to every other rank, P-1 messages each way, received in
 // place. For short vectors. Extra memory: none.
 absl::Status OneShotAllGather(const AllGatherOptions& options);
+// Shared memory, every rank on one host: each rank copies its chunk into its stages a piece at a
+// time and every other rank copies it out. Extra memory: the segment.
+absl::Status ShmAllGather(const AllGatherOptions& options);
+// Hierarchical: a ring all-gather among each rail (the ranks with one local index), then a shm
+// all-gather within each host of what the rail gathered. Needs the same number of ranks on
+// every host.
+absl::Status HierarchicalAllGather(const AllGatherOptions& options);
 
 }  // namespace herd::collectives

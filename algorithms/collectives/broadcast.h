@@ -19,5 +19,11 @@ absl::Status LinearPipelineBroadcast(const BroadcastOptions& options);
 // Binomial tree (MST): ceil(log2 P) rounds of whole messages; for short messages.
 // P-1 messages in all, at most ceil(log2 P) sent by one rank. Extra memory: none.
 absl::Status BinomialBroadcast(const BroadcastOptions& options);
+// Shared memory, every rank on one host: the root copies its vector into its stages a piece at
+// a time, every other rank copies it out. Extra memory: the segment.
+absl::Status ShmBroadcast(const BroadcastOptions& options);
+// Hierarchical: a broadcast among one rank per host (the root, and each other host's lowest
+// rank; lp or tree as the table picks for H ranks), then a shm broadcast within each host.
+absl::Status HierarchicalBroadcast(const BroadcastOptions& options);
 
 }  // namespace herd::collectives

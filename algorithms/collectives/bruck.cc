@@ -27,6 +27,10 @@ using transport::Request;
 using transport::Tag;
 
 absl::Status BruckAllGather(const AllGatherOptions& o) {
+  return internal::BruckAllGatherOfKind(o, OpKind::kAllGather);
+}
+
+absl::Status internal::BruckAllGatherOfKind(const AllGatherOptions& o, OpKind kind) {
   constexpr std::string_view kWhat = "bruck all-gather";
   const Deadline deadline = Deadline::After(o.timeout);
   HERD_RETURN_IF_ERROR(internal::ValidateBase(kWhat, o, o.data, o.count));
@@ -50,7 +54,7 @@ absl::Status BruckAllGather(const AllGatherOptions& o) {
   }
   for (int d = 1, step = 0; d < P; d <<= 1, ++step) {
     const int n = std::min(d, P - d);
-    const Tag tag = Tag::Make(OpKind::kAllGather, o.tag, uint32_t(step));
+    const Tag tag = Tag::Make(kind, o.tag, uint32_t(step));
     const size_t out_bytes = off(n) * esize;
     const size_t in_begin = off(d) * esize, in_bytes = off(d + n) * esize - in_begin;
     Request recv, send;

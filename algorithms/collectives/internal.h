@@ -5,12 +5,17 @@
 
 #include <cstddef>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "algorithms/collectives/options.h"
 #include "common/bytes.h"
 #include "common/deadline.h"
 #include "transport/communicator.h"
+
+namespace herd::collectives {
+struct AllGatherOptions;
+}  // namespace herd::collectives
 
 namespace herd::collectives::internal {
 
@@ -63,5 +68,26 @@ absl::Status WaitRecv(transport::Communicator& comm, transport::Request& req, si
 absl::Status WaitSend(transport::Communicator& comm, transport::Request& req, Deadline deadline);
 // Aborts the communicator with `error` and returns it.
 absl::Status Fail(transport::Communicator& comm, absl::Status error);
+
+// --- Shared by several algorithms.
+
+// BruckAllGather with its messages tagged `kind` instead of kAllGather (the host-layout
+// discovery runs it on records, apart from any user all-gather of the same id).
+absl::Status BruckAllGatherOfKind(const AllGatherOptions& o, transport::OpKind kind);
+
+// The ring reduce-scatter and all-gather of ring.cc over chunks anywhere in `data` (chunk c,
+// owned by rank c, is `count` elements from element `begin`), tagged kReduceScatter /
+// kAllGather with `tag`. The reduce-scatter divides an average by comm.size(): pass kSum and
+// divide yourself when the contributors are more. Errors abort the communicator.
+struct Chunk {
+  size_t begin = 0;
+  size_t count = 0;
+};
+absl::Status RingReduceScatterChunks(transport::Communicator& comm, void* data,
+                                     std::vector<Chunk> chunks, DType dtype, ReduceOp op,
+                                     uint32_t tag, size_t segment_bytes, Deadline deadline);
+absl::Status RingAllGatherChunks(transport::Communicator& comm, void* data,
+                                 std::vector<Chunk> chunks, DType dtype, uint32_t tag,
+                                 size_t segment_bytes, Deadline deadline);
 
 }  // namespace herd::collectives::internal

@@ -29,6 +29,10 @@ std::string_view AlgorithmName(Algorithm a) {
       return "oneshot";
     case Algorithm::kAuto:
       return "auto";
+    case Algorithm::kShm:
+      return "shm";
+    case Algorithm::kHierarchical:
+      return "hier";
   }
   return "unknown";
 }
@@ -48,9 +52,12 @@ absl::StatusOr<Algorithm> ParseAlgorithm(std::string_view name) {
     return Algorithm::kRecursiveHalving;
   if (n == "oneshot" || n == "one_shot" || n == "one-shot") return Algorithm::kOneShot;
   if (n == "auto") return Algorithm::kAuto;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown algorithm '", std::string(name),
-                   "'; expected auto, ring, lp, rd, rh, oneshot, bruck, tree, pairwise or native"));
+  if (n == "shm" || n == "shared_memory" || n == "shared-memory") return Algorithm::kShm;
+  if (n == "hier" || n == "hierarchical") return Algorithm::kHierarchical;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown algorithm '", std::string(name),
+      "'; expected auto, ring, lp, rd, rh, oneshot, bruck, tree, pairwise, shm, hier or "
+      "native"));
 }
 
 absl::Status ValidateCommon(const CommonOptions& o, const void* data, size_t count) {

@@ -58,6 +58,8 @@ enum class Algorithm : uint8_t {
   kRecursiveHalving = 7,   // "rh": recursive-halving reduce-scatter; all-reduce: RH then RD
   kOneShot = 8,            // "oneshot": every rank exchanges with every other in one round
   kAuto = 9,               // "auto": the decision table's pick (decision_table.h)
+  kShm = 10,               // "shm": through the host's shared-memory segment (all on one host)
+  kHierarchical = 11,      // "hier": shm within each host, a flat algorithm between hosts
 };
 std::string_view AlgorithmName(Algorithm a);
 absl::StatusOr<Algorithm> ParseAlgorithm(std::string_view name);

@@ -31,5 +31,13 @@ absl::Status RecursiveHalvingReduceScatter(const ReduceScatterOptions& options);
 // One round: chunk q straight to rank q, P-1 messages each way, the ring's volume. For short
 // vectors. Extra memory: P-1 chunks.
 absl::Status OneShotReduceScatter(const ReduceScatterOptions& options);
+// Shared memory, every rank on one host: each rank copies its vector into its stages a piece at
+// a time; rank r reduces its chunk from all P stages in one pass, straight into `data`. The other
+// chunks are left as they were (not partial sums). Extra memory: the segment.
+absl::Status ShmReduceScatter(const ReduceScatterOptions& options);
+// Hierarchical: shm reduce-scatter within each host of the chunks of each rail (local rank l
+// gets its host's sums of the chunks of the ranks with index l on every host), then a ring
+// reduce-scatter of those among the rail. Needs the same number of ranks on every host.
+absl::Status HierarchicalReduceScatter(const ReduceScatterOptions& options);
 
 }  // namespace herd::collectives

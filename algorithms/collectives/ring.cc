@@ -18,6 +18,7 @@
 // all-gather receives straight into `data`; reduce-scatter receives into four scratch segments
 // used in turn (four receives outstanding while one is reduced), its only extra memory.
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -45,31 +46,51 @@ constexpr size_t kScratchSlots = 4;
 
 class RingLayout {
  public:
+  // The standard layout: chunk c = ChunkBegin/ChunkSize of count over `size` ranks.
   RingLayout(size_t count, int size, DType dtype, size_t segment_bytes)
       : count_(count),
         size_(size),
         esize_(DTypeSize(dtype)),
         segments_(internal::PiecesFor(ChunkSize(count, size, 0), esize_, segment_bytes)) {}
+  // Chunk c = chunks[c], anywhere in the buffer (the hierarchical collectives' rails).
+  RingLayout(std::vector<internal::Chunk> chunks, DType dtype, size_t segment_bytes)
+      : count_(0),
+        size_(static_cast<int>(chunks.size())),
+        esize_(DTypeSize(dtype)),
+        chunks_(std::move(chunks)) {
+    size_t largest = 0;
+    for (const internal::Chunk& c : chunks_) largest = std::max(largest, c.count);
+    segments_ = internal::PiecesFor(largest, esize_, segment_bytes);
+  }
 
-  size_t count() const { return count_; }
   size_t segments() const { return segments_; }
   size_t units() const { return static_cast<size_t>(size_ - 1) * segments_; }
+  size_t chunk_begin(int c) const {
+    return chunks_.empty() ? ChunkBegin(count_, size_, c) : chunks_[c].begin;
+  }
+  size_t chunk_size(int c) const {
+    return chunks_.empty() ? ChunkSize(count_, size_, c) : chunks_[c].count;
+  }
   size_t offset(int chunk, size_t k) const {
-    return (ChunkBegin(count_, size_, chunk) +
-            internal::SplitBegin(ChunkSize(count_, size_, chunk), segments_, k)) *
-           esize_;
+    return (chunk_begin(chunk) + internal::SplitBegin(chunk_size(chunk), segments_, k)) * esize_;
   }
   size_t bytes(int chunk, size_t k) const {
-    return internal::SplitSize(ChunkSize(count_, size_, chunk), segments_, k) * esize_;
+    return internal::SplitSize(chunk_size(chunk), segments_, k) * esize_;
   }
-  // The largest segment: segment 0 of chunk 0.
-  size_t max_segment_bytes() const { return bytes(0, 0); }
+  // The largest segment: segment 0 of the largest chunk.
+  size_t max_segment_bytes() const {
+    size_t largest = 0;
+    for (int c = 0; c < (chunks_.empty() ? 1 : size_); ++c)
+      largest = std::max(largest, bytes(c, 0));
+    return largest;
+  }
 
  private:
   size_t count_;
   int size_;
   size_t esize_;
-  size_t segments_;
+  size_t segments_ = 1;
+  std::vector<internal::Chunk> chunks_;  // empty: the standard layout
 };
 
 // The ring position `r - back` wrapped into [0, P).
@@ -129,7 +150,7 @@ absl::Status ReduceScatterRing(Communicator& comm, std::byte* data, const RingLa
   HERD_RETURN_IF_ERROR(comm.WaitAll(absl::MakeSpan(sends), deadline));
 
   // Chunk r now holds the full reduction; an average divides once, here.
-  FinishReduction(dtype, op, data + layout.offset(r, 0), ChunkSize(layout.count(), P, r), P);
+  FinishReduction(dtype, op, data + layout.offset(r, 0), layout.chunk_size(r), P);
   return absl::OkStatus();
 }
 
@@ -177,6 +198,25 @@ absl::Status AllGatherRing(Communicator& comm, std::byte* data, const RingLayout
 }
 
 }  // namespace
+
+absl::Status internal::RingReduceScatterChunks(Communicator& comm, void* data,
+                                               std::vector<Chunk> chunks, DType dtype, ReduceOp op,
+                                               uint32_t tag, size_t segment_bytes,
+                                               Deadline deadline) {
+  if (comm.size() == 1) return absl::OkStatus();
+  RingLayout layout(std::move(chunks), dtype, segment_bytes);
+  return ReduceScatterRing(comm, static_cast<std::byte*>(data), layout, dtype, op,
+                           OpKind::kReduceScatter, tag, 0, deadline);
+}
+
+absl::Status internal::RingAllGatherChunks(Communicator& comm, void* data,
+                                           std::vector<Chunk> chunks, DType dtype, uint32_t tag,
+                                           size_t segment_bytes, Deadline deadline) {
+  if (comm.size() == 1) return absl::OkStatus();
+  RingLayout layout(std::move(chunks), dtype, segment_bytes);
+  return AllGatherRing(comm, static_cast<std::byte*>(data), layout, OpKind::kAllGather, tag, 0,
+                       deadline);
+}
 
 absl::Status RingReduceScatter(const ReduceScatterOptions& o) {
   constexpr std::string_view kWhat = "ring reduce-scatter";

@@ -64,6 +64,10 @@ absl::Status AllReduce(const AllReduceOptions& o, Algorithm a) {
       return LinearPipelineAllReduce(o);
     case Algorithm::kBinomialTree:
       return BinomialTreeAllReduce(o);
+    case Algorithm::kShm:
+      return ShmAllReduce(o);
+    case Algorithm::kHierarchical:
+      return HierarchicalAllReduce(o);
     case Algorithm::kNative: {
       constexpr std::string_view kWhat = "native all-reduce";
       const Deadline deadline = Deadline::After(o.timeout);
@@ -73,7 +77,8 @@ absl::Status AllReduce(const AllReduceOptions& o, Algorithm a) {
       return native->AllReduce(o.data, o.count, o.dtype, o.op, deadline);
     }
     default:
-      return Unsupported("all-reduce", a, "auto, ring, lp, tree, rd, rh, oneshot, native");
+      return Unsupported("all-reduce", a,
+                         "auto, ring, lp, tree, rd, rh, oneshot, shm, hier, native");
   }
 }
 
@@ -92,6 +97,10 @@ absl::Status AllGather(const AllGatherOptions& o, Algorithm a) {
       return RecursiveDoublingAllGather(o);
     case Algorithm::kBruck:
       return BruckAllGather(o);
+    case Algorithm::kShm:
+      return ShmAllGather(o);
+    case Algorithm::kHierarchical:
+      return HierarchicalAllGather(o);
     case Algorithm::kNative: {
       const Deadline deadline = Deadline::After(o.timeout);
       HERD_ASSIGN_OR_RETURN(auto* native, NativeFor("native all-gather", o, o.data, o.count));
@@ -99,7 +108,7 @@ absl::Status AllGather(const AllGatherOptions& o, Algorithm a) {
       return native->AllGather(o.data, o.count, o.dtype, deadline);
     }
     default:
-      return Unsupported("all-gather", a, "auto, ring, rd, bruck, oneshot, native");
+      return Unsupported("all-gather", a, "auto, ring, rd, bruck, oneshot, shm, hier, native");
   }
 }
 
@@ -116,6 +125,10 @@ absl::Status ReduceScatter(const ReduceScatterOptions& o, Algorithm a) {
       return OneShotReduceScatter(o);
     case Algorithm::kRing:
       return RingReduceScatter(o);
+    case Algorithm::kShm:
+      return ShmReduceScatter(o);
+    case Algorithm::kHierarchical:
+      return HierarchicalReduceScatter(o);
     case Algorithm::kNative: {
       constexpr std::string_view kWhat = "native reduce-scatter";
       const Deadline deadline = Deadline::After(o.timeout);
@@ -125,7 +138,7 @@ absl::Status ReduceScatter(const ReduceScatterOptions& o, Algorithm a) {
       return native->ReduceScatter(o.data, o.count, o.dtype, o.op, deadline);
     }
     default:
-      return Unsupported("reduce-scatter", a, "auto, ring, rh, oneshot, native");
+      return Unsupported("reduce-scatter", a, "auto, ring, rh, oneshot, shm, hier, native");
   }
 }
 
@@ -140,8 +153,12 @@ absl::Status Broadcast(const BroadcastOptions& o, Algorithm a) {
       return LinearPipelineBroadcast(o);
     case Algorithm::kBinomialTree:
       return BinomialBroadcast(o);
+    case Algorithm::kShm:
+      return ShmBroadcast(o);
+    case Algorithm::kHierarchical:
+      return HierarchicalBroadcast(o);
     default:
-      return Unsupported("broadcast", a, "auto, lp, tree");
+      return Unsupported("broadcast", a, "auto, lp, tree, shm, hier");
   }
 }
 

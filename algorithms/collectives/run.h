@@ -5,10 +5,10 @@
 //
 // Supported pairs (anything else is INVALID_ARGUMENT listing the supported algorithms, nothing
 // sent):
-//   AllReduce      auto, ring, lp, tree, rd, rh, oneshot, native
-//   AllGather      auto, ring, rd, bruck, oneshot, native
-//   ReduceScatter  auto, ring, rh, oneshot, native
-//   Broadcast      auto, lp, tree
+//   AllReduce      auto, ring, lp, tree, rd, rh, oneshot, shm, hier, native
+//   AllGather      auto, ring, rd, bruck, oneshot, shm, hier, native
+//   ReduceScatter  auto, ring, rh, oneshot, shm, hier, native
+//   Broadcast      auto, lp, tree, shm, hier
 //   Reduce         auto, lp, tree
 // "auto" (the default) runs what the decision table (decision_table.h) picks for the operation,
 // the element size, the vector's bytes and the rank count; every rank must see the same table.

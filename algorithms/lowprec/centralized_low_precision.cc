@@ -10,6 +10,9 @@
 #include "absl/strings/str_format.h"
 #include "algorithms/collectives/allgather.h"
 #include "algorithms/collectives/internal.h"
+#include "algorithms/collectives/rails.h"
+#include "algorithms/collectives/shm_engine.h"
+#include "algorithms/collectives/topology.h"
 #include "algorithms/compression/error_feedback.h"
 #include "common/splitmix.h"
 #include "common/status.h"
@@ -49,21 +52,21 @@ absl::Status Validate(const CentralizedLowPrecisionOptions& o) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::Status CentralizedLowPrecisionAllReduce(const CentralizedLowPrecisionOptions& o) {
-  const Deadline deadline = Deadline::After(o.timeout);
-  HERD_RETURN_IF_ERROR(Validate(o));
-  if (o.count == 0) return absl::OkStatus();
-  transport::Communicator& comm = *o.comm;
+// Steps 1-5 over `comm` with chunk j = chunks[j] (owned by rank j of `comm`): the flat layout,
+// or a rail's chunks in the hierarchical form. Seeds mix `seed_rank` (the parent's rank) and
+// `chunk_ids[j]` (the flat chunk's number), so no two compressions of one call, on any rail,
+// share a stream. The sum is divided by `divide_by` (1: not).
+absl::Status ReduceChunks(transport::Communicator& comm, const CentralizedLowPrecisionOptions& o,
+                          const std::vector<collectives::internal::Chunk>& chunks, int seed_rank,
+                          const std::vector<int>& chunk_ids, int divide_by, Deadline deadline) {
   const int P = comm.size(), r = comm.rank();
   const Compressor c = o.compressor;
   auto chunk = [&](float* base, int j) {
-    return std::span<float>(base + ChunkBegin(o.count, P, j), ChunkSize(o.count, P, j));
+    return std::span<float>(base + chunks[j].begin, chunks[j].count);
   };
-  auto encoded_size = [&](int j) { return CompressedBytes(c, ChunkSize(o.count, P, j)); };
-  // Chunks differ by at most one value: the first and the last chunk have both sizes.
-  const size_t slot = std::max(encoded_size(0), encoded_size(P - 1));
+  auto encoded_size = [&](int j) { return CompressedBytes(c, chunks[j].count); };
+  size_t slot = 0;
+  for (int j = 0; j < P; ++j) slot = std::max(slot, encoded_size(j));
   LowPrecisionWorkspace local;
   LowPrecisionWorkspace& w = o.workspace != nullptr ? *o.workspace : local;
   // The padding after a short encoding is never decoded: whatever it holds is harmless.
@@ -84,7 +87,7 @@ absl::Status CentralizedLowPrecisionAllReduce(const CentralizedLowPrecisionOptio
   using transport::Request;
   using transport::Tag;
   auto compress = [&](int j, std::byte* dst) {
-    const uint64_t seed = SeedFor(o.seed, r, j, 0);
+    const uint64_t seed = SeedFor(o.seed, seed_rank, chunk_ids[j], 0);
     if (o.delta != nullptr) {
       compression::CompressWithFeedback(c, chunk(o.data, j), chunk(o.delta, j), &bytes, &scratch,
                                         seed);
@@ -118,7 +121,7 @@ absl::Status CentralizedLowPrecisionAllReduce(const CentralizedLowPrecisionOptio
   // 3. Sum the decoded contributions in rank order (every owner sums the same way), average,
   //    then compress with the reducer's error feedback.
   std::vector<float>& sum = w.sum;
-  sum.resize(ChunkSize(o.count, P, r));
+  sum.resize(chunks[r].count);
   for (int j = 0; j < P; ++j) {
     std::string_view payload(reinterpret_cast<const char*>(received.data() + j * slot),
                              encoded_size(r));
@@ -127,12 +130,12 @@ absl::Status CentralizedLowPrecisionAllReduce(const CentralizedLowPrecisionOptio
     if (!st.ok()) {
       return collectives::internal::Fail(
           comm, absl::InvalidArgumentError(
-                    absl::StrFormat("%s: rank %d sent chunk %d that does not decode: %s", kWhat, j,
-                                    r, std::string(st.message()))));
+                    absl::StrFormat("%s: rank %d sent chunk %d that does not decode: %s", kWhat,
+                                    chunk_ids[j], chunk_ids[r], std::string(st.message()))));
     }
   }
-  if (o.average) ScaleInPlace(DType::kFloat32, sum.data(), sum.size(), 1.0 / P);
-  const uint64_t seed = SeedFor(o.seed, r, r, 1);
+  if (divide_by > 1) ScaleInPlace(DType::kFloat32, sum.data(), sum.size(), 1.0 / divide_by);
+  const uint64_t seed = SeedFor(o.seed, seed_rank, chunk_ids[r], 1);
   if (o.epsilon != nullptr) {
     compression::CompressWithFeedback(c, sum, chunk(o.epsilon, r), &bytes, &scratch, seed);
   } else {
@@ -158,10 +161,61 @@ absl::Status CentralizedLowPrecisionAllReduce(const CentralizedLowPrecisionOptio
       return collectives::internal::Fail(
           comm, absl::InvalidArgumentError(
                     absl::StrFormat("%s: the reduced chunk %d of rank %d does not decode: %s",
-                                    kWhat, j, j, std::string(st.message()))));
+                                    kWhat, chunk_ids[j], chunk_ids[j], std::string(st.message()))));
     }
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CentralizedLowPrecisionAllReduce(const CentralizedLowPrecisionOptions& o) {
+  const Deadline deadline = Deadline::After(o.timeout);
+  HERD_RETURN_IF_ERROR(Validate(o));
+  if (o.count == 0) return absl::OkStatus();
+  transport::Communicator& comm = *o.comm;
+  const int P = comm.size();
+  collectives::Topology* topo = nullptr;
+  if (P > 1) {
+    HERD_ASSIGN_OR_RETURN(topo, collectives::TopologyOf(comm, deadline));
+  }
+  const collectives::HostLayout* l = topo != nullptr ? &topo->layout() : nullptr;
+  // Hosts of several ranks each (the same number), shared memory on all: the hierarchy.
+  if (l == nullptr || l->hosts == 1 || l->flat() || l->per_host == 0 || !topo->shm_ok()) {
+    std::vector<collectives::internal::Chunk> chunks(P);
+    std::vector<int> ids(P);
+    for (int j = 0; j < P; ++j) {
+      chunks[j] = {ChunkBegin(o.count, P, j), ChunkSize(o.count, P, j)};
+      ids[j] = j;
+    }
+    return ReduceChunks(comm, o, chunks, comm.rank(), ids, o.average ? P : 1, deadline);
+  }
+  // 0. The host's sums of this rail's chunks, in full precision through shared memory.
+  namespace ci = collectives::internal;
+  transport::shm::Domain* domain = topo->domain();
+  const std::string what = absl::StrFormat("hier %s (id=%d)", kWhat, o.tag);
+  const std::vector<ci::Region> regions = ci::RailRegions(*l, o.count, sizeof(float));
+  auto data = reinterpret_cast<std::byte*>(o.data);
+  ci::ShmPlan rs;
+  rs.mode = ci::ShmMode::kReduceScatter;
+  rs.data = data;
+  rs.regions = regions;
+  HERD_RETURN_IF_ERROR(ci::RunShmOperation(comm, *domain, transport::OpKind::kCompressed, o.tag, 0,
+                                           rs, deadline, what));
+  // 1-5 between hosts, along the rail, over its chunks (each rail rank reduces its own flat
+  // chunk: epsilon stays where the flat layout keeps it).
+  std::vector<int> ids;
+  for (int h = 0; h < l->hosts; ++h) ids.push_back(l->rank_at(h, l->local));
+  absl::Status st = ReduceChunks(*topo->rail(), o, ci::RailChunks(*l, o.count, l->local),
+                                 comm.rank(), ids, o.average ? P : 1, deadline);
+  if (!st.ok()) return ci::ShmFail(comm, domain, st);
+  // 6. Every rail's decoded chunks to the whole host.
+  ci::ShmPlan ag;
+  ag.mode = ci::ShmMode::kAllGather;
+  ag.data = data;
+  ag.regions = regions;
+  return ci::RunShmOperation(comm, *domain, transport::OpKind::kCompressed, o.tag, 1, ag, deadline,
+                             what);
 }
 
 }  // namespace herd::lowprec

@@ -21,6 +21,16 @@
 // (a = 1 with `average`, else 0), up to float rounding. Every rank decodes the same bytes, so
 // `data` ends bitwise identical on all ranks, the chunk's owner included.
 //
+// Hosts of several ranks (the communicator's host layout, algorithms/collectives/topology.h:
+// two or more hosts with the same number of ranks, shared memory working on all): the same
+// steps run between hosts only, hierarchically — a full-precision shm reduce-scatter within each
+// host gives the rank with local index l its host's sums of the flat chunks of rail l (the ranks
+// with that index on every host), steps 1-5 run along the rail over those chunks, and a shm
+// all-gather within the host spreads the decoded chunks. Compression then works where the
+// network is, G times less of it; each flat chunk keeps its owner (the reducer residual stays
+// where the flat layout keeps it), the sender residual is held by the rank that sends a chunk's
+// host sum, and the books below still balance with x_j read as the host sums.
+//
 // Lives in its own folder, not in compression/: compression/ is pure codecs that the parameter
 // server links without any transport; this is a collective over a Communicator.
 //

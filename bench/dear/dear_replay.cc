@@ -10,9 +10,9 @@
 #include "absl/strings/str_split.h"
 #include "bench/dear/dear_theory.h"
 #include "bench/dear/model_profile.h"
+#include "bench/rank.h"
 #include "bench/result.h"
 #include "bench/sizes.h"
-#include "bench/rank.h"
 #include "common/status.h"
 #include "tools/emulator/cluster.h"
 #include "tools/emulator/rate.h"
@@ -121,6 +121,7 @@ void PrintRow(const DearBenchOptions& o, const Row& r) {
     w.Add("model", r.model)
         .Add("rate", r.rate)
         .Add("ranks", o.ranks)
+        .Add("ranks_per_host", o.ranks_per_host)
         .Add("dilate", o.dilate)
         .Add("compute_scale", o.compute_scale)
         .Add("t_ff", r.t.ff)
@@ -150,9 +151,10 @@ void PrintRow(const DearBenchOptions& o, const Row& r) {
     return;
   }
   const std::string fixed = Bytes(o.threshold);
-  std::printf(
-      "\n== %s, %d ranks, link %s%s, compute x%g ==\n", r.model.c_str(), o.ranks, r.rate.c_str(),
-      o.dilate > 1 ? absl::StrFormat(" (dilated %dx)", o.dilate).c_str() : "", o.compute_scale);
+  std::printf("\n== %s, %d ranks (%d per host), link %s%s, compute x%g ==\n", r.model.c_str(),
+              o.ranks, o.ranks_per_host, r.rate.c_str(),
+              o.dilate > 1 ? absl::StrFormat(" (dilated %dx)", o.dilate).c_str() : "",
+              o.compute_scale);
   std::printf("compute (nominal): t_ff %.1f ms, t_bp %.1f ms\n", Ms(r.t.ff), Ms(r.t.bp));
   std::printf(
       "communication alone at %s: allreduce %.1f ms, dear %.1f ms (its backward %.1f, "
@@ -210,7 +212,9 @@ absl::StatusOr<Row> MeasureModel(const DearBenchOptions& o, const Cluster& clust
   row.rate = rate;
   row.t.ff = model.forward_s();
   row.t.bp = model.backward_s();
-  row.link_half_s = RingHalfSeconds(4.0 * model.parameters(), o.ranks,
+  // With hosts of several ranks the link-bound half is the hierarchy's: (H-1)/H of the
+  // gradients through each host's link (eq. 5 over hosts).
+  row.link_half_s = RingHalfSeconds(4.0 * model.parameters(), cluster.hosts(),
                                     static_cast<double>(cluster.rate_bits_per_s()) * o.dilate);
   row.ar_comm = r[0];
   row.dear_comm = r[1];
@@ -243,7 +247,7 @@ int RunDearBench(const DearBenchOptions& o) {
   InstallInterruptHandlers();  // so that a Ctrl-C still tears the clusters down
   for (uint64_t rate : o.rates) {
     const uint64_t link = rate / static_cast<uint64_t>(o.dilate);
-    auto cluster = Cluster::Create(o.ranks, link);
+    auto cluster = Cluster::Create(o.ranks, link, o.ranks_per_host);
     if (!cluster.ok()) {
       std::fprintf(stderr, "herd-emu dear: %s\n", std::string(cluster.status().message()).c_str());
       return 1;

@@ -34,6 +34,7 @@ struct DearBenchOptions {
   std::vector<uint64_t> rates = {1'000'000'000};
   int dilate = 1;
   int ranks = 4;
+  int ranks_per_host = 1;  // ranks per emulated host: shared memory among them (cluster.h)
   double compute_scale = 1.0;
   size_t threshold = size_t{25} << 20;
   std::vector<size_t> grid = {size_t{64} << 10, size_t{256} << 10, size_t{1} << 20,

@@ -47,11 +47,20 @@ int Fail(const std::string& what, const absl::Status& st) {
 // value; decentralized sends half the vector to each ring neighbour (with P > 2), and
 // decentralized_whole the whole vector to each. 0 for the sparse probes
 // (their volume depends on how the selections overlap).
-double IdealSeconds(const ProbeResult& r, uint64_t rate) {
+double IdealSeconds(const ProbeResult& r, uint64_t rate, bool round_robin) {
   const double bits = 8.0 * static_cast<double>(r.bytes);
   const double link = static_cast<double>(rate);
   if (r.probe == "stream") return bits * r.iters / link;
   const double ring = 2.0 * (r.ranks - 1) / r.ranks * bits / link;
+  // Hierarchical: each host's link carries 2 (H-1)/H of the vector (its G ranks' rails share
+  // it); the flat ring over hosts of consecutive ranks sends its 2 (P-1)/P through the one
+  // rank of each host that talks to the next host, so its ideal is the ring's.
+  const int hosts = (r.ranks + r.ranks_per_host - 1) / std::max(1, r.ranks_per_host);
+  if (r.probe == "allreduce" && r.algo == "hier" && hosts > 1) {
+    return 2.0 * (hosts - 1) / hosts * bits / link;
+  }
+  // Round-robin placement: every edge of the flat ring crosses hosts, G of them per host link.
+  if ((r.probe == "allreduce" || r.probe == "ring") && round_robin) return ring * r.ranks_per_host;
   if (r.probe == "allreduce" || r.probe == "ring") return ring;
   if (r.probe == "clps") return ring / 4;
   if (r.probe == "decentralized") return bits / link;
@@ -67,11 +76,12 @@ int Probe(ProbeOptions probe, const std::string& rate_text, const std::string& b
   if (!bytes.ok()) return Fail("probe", bytes.status());
   probe.bytes = *bytes;
   InstallInterruptHandlers();
-  auto cluster = Cluster::Create(probe.rank.ranks, *rate);
+  auto cluster =
+      Cluster::Create(probe.rank.ranks, *rate, probe.ranks_per_host, probe.round_robin);
   if (!cluster.ok()) return Fail("probe", cluster.status());
   auto result = MeasureInCluster(**cluster, SelfExe(), probe);
   if (!result.ok()) return Fail("probe", result.status());
-  const double ideal = IdealSeconds(*result, *rate);
+  const double ideal = IdealSeconds(*result, *rate, probe.round_robin);
   if (json) {
     std::printf("%s\n", ToJson(*result).Write().c_str());
   } else if (ideal == 0) {
@@ -81,9 +91,10 @@ int Probe(ProbeOptions probe, const std::string& rate_text, const std::string& b
                 result->seconds);
   } else {
     std::printf(
-        "%s, %d ranks, %s each, link %s: %.4f s measured, %.4f s at the link rate "
-        "(measured/ideal %.3f)\n",
-        result->probe.c_str(), result->ranks, bench::FormatByteSize(result->bytes).c_str(),
+        "%s%s, %d ranks (%d per host), %s each, link %s: %.4f s measured, %.4f s at the link "
+        "rate (measured/ideal %.3f)\n",
+        result->probe.c_str(), result->algo.empty() ? "" : (" " + result->algo).c_str(),
+        result->ranks, result->ranks_per_host, bench::FormatByteSize(result->bytes).c_str(),
         FormatRate(*rate).c_str(), result->seconds, ideal, result->seconds / ideal);
   }
   return 0;
@@ -183,7 +194,16 @@ int main(int argc, char** argv) {
   run->add_option("--ranks", probe.rank.ranks, "Ranks (namespaces)")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
-  run->add_option("--rate", rate, "Link rate per rank and direction (1gbit, 10gbit, 200mbit)")
+  run->add_option("--rate", rate, "Link rate per host and direction (1gbit, 10gbit, 200mbit)")
+      ->capture_default_str();
+  run->add_option("--ranks-per-host", probe.ranks_per_host,
+                  "Ranks per emulated host (shared memory among them, one capped link per host)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  run->add_flag("--round-robin", probe.round_robin,
+                "Place rank r on host r mod H (default: hosts of consecutive ranks)");
+  run->add_option("--algo", probe.algo,
+                  "allreduce: the algorithm (ring, hier, auto, rh, ...: collectives/run.h)")
       ->capture_default_str();
   run->add_option("--bytes", bytes, "Message / vector size (64M, 4K, ...)")->capture_default_str();
   run->add_option("--iters", probe.iters, "Timed iterations (stream: messages)")
@@ -206,6 +226,8 @@ int main(int argc, char** argv) {
   rank->add_option("--iters", probe.iters);
   rank->add_option("--warmup", probe.warmup);
   rank->add_option("--density", probe.density);
+  rank->add_option("--algo", probe.algo);
+  rank->add_option("--ranks-per-host", probe.ranks_per_host);
   rank->add_option("--timeout", timeout_s);
 
   herd::emulator::DearBenchOptions dear_options;
@@ -224,6 +246,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   dear->add_option("--ranks", dear_options.ranks, "Ranks")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  dear->add_option("--ranks-per-host", dear_options.ranks_per_host,
+                   "Ranks per emulated host (shared memory among them, one capped link per host)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   dear->add_option("--compute-scale", dear_options.compute_scale,

@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_format.h"
 #include "bench/percall/per_call.h"
-#include "bench/rank_sync.h"
 #include "bench/rank.h"
+#include "bench/rank_sync.h"
 #include "common/status.h"
 
 namespace herd::emulator {
@@ -38,8 +38,15 @@ absl::StatusOr<ProbeResult> Stream(Communicator& comm, const ProbeOptions& o) {
     HERD_RETURN_IF_ERROR(comm.wait(r, deadline));
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return ProbeResult{"stream", comm.size(), o.bytes,
-                     o.iters,  seconds,     8.0 * static_cast<double>(o.bytes) * o.iters / seconds};
+  ProbeResult r;
+  r.probe = "stream";
+  r.ranks = comm.size();
+  r.ranks_per_host = o.ranks_per_host;
+  r.bytes = o.bytes;
+  r.iters = o.iters;
+  r.seconds = seconds;
+  r.bits_per_s = 8.0 * static_cast<double>(o.bytes) * o.iters / seconds;
+  return r;
 }
 
 // allreduce and the mode probes: the calls of bench/percall/ops.h, timed by TimeCalls.
@@ -53,7 +60,7 @@ absl::StatusOr<ProbeResult> Calls(Communicator& inner, const ProbeOptions& o) {
   params.count = o.bytes / sizeof(float);
   params.density = o.density;
   params.timeout = o.timeout;
-  const std::string op = o.probe == "allreduce"        ? "ring"
+  const std::string op = o.probe == "allreduce"        ? o.algo
                          : o.probe == "sparse"         ? "spardl"
                          : o.probe == "topk_allgather" ? "topa"
                                                        : o.probe;
@@ -64,8 +71,14 @@ absl::StatusOr<ProbeResult> Calls(Communicator& inner, const ProbeOptions& o) {
   HERD_ASSIGN_OR_RETURN(std::vector<bench::RankTimes> all,
                         bench::TimeCalls(comm, call, gradient, data, timing, o.timeout));
   HERD_RETURN_IF_ERROR(bench::Barrier(comm, Deadline::After(o.timeout)));
-  ProbeResult result{o.probe, comm.size(), params.count * sizeof(float), o.iters,
-                     0,       0,           sparse ? o.density : 0};
+  ProbeResult result;
+  result.probe = o.probe;
+  result.algo = o.probe == "allreduce" ? o.algo : "";
+  result.ranks = comm.size();
+  result.ranks_per_host = o.ranks_per_host;
+  result.bytes = params.count * sizeof(float);
+  result.iters = o.iters;
+  result.density = sparse ? o.density : 0;
   for (const bench::RankTimes& t : all) {
     result.seconds = std::max(result.seconds, timing.per_call ? t.median_s : t.mean_s);
   }
@@ -75,7 +88,9 @@ absl::StatusOr<ProbeResult> Calls(Communicator& inner, const ProbeOptions& o) {
 
 const json::Field<ProbeResult> kProbeFields[] = {
     {"probe", &ProbeResult::probe},
+    {"algo", &ProbeResult::algo, /*optional=*/true},
     {"ranks", &ProbeResult::ranks},
+    {"ranks_per_host", &ProbeResult::ranks_per_host, /*optional=*/true},
     {"bytes", &ProbeResult::bytes},
     {"iters", &ProbeResult::iters},
     {"seconds", &ProbeResult::seconds},
@@ -119,7 +134,8 @@ absl::StatusOr<ProbeResult> MeasureInCluster(const Cluster& cluster, const std::
           probe.probe,
           {exe, "probe-rank", "--probe", probe.probe, "--bytes", absl::StrCat(probe.bytes),
            "--iters", absl::StrCat(probe.iters), "--warmup", absl::StrCat(probe.warmup),
-           "--density", absl::StrFormat("%.17g", probe.density), "--timeout",
+           "--density", absl::StrFormat("%.17g", probe.density), "--algo", probe.algo,
+           "--ranks-per-host", absl::StrCat(probe.ranks_per_host), "--timeout",
            absl::StrCat(probe.timeout.count())},
           cluster.ranks(), probe.timeout + std::chrono::seconds(30),
           [&](int rank, ChildSpec child) { return cluster.Launch(rank, child); }));

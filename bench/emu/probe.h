@@ -4,8 +4,9 @@
 // fp32 per rank (bytes / 4 values):
 //   stream:    rank 0 sends `iters` messages of `bytes` to rank 1 (two in flight); the time
 //              runs from a barrier to rank 1's acknowledgement of the last one.
-//   allreduce: herd's ring all-reduce (sum); `warmup` untimed rounds, a barrier, then `iters`
-//              timed back to back; the slowest rank's time per call counts.
+//   allreduce: herd's all-reduce (sum) with `algo` (ring by default; hier, auto, ...);
+//              `warmup` untimed rounds, a barrier, then `iters` timed back to back; the
+//              slowest rank's time per call counts.
 //   the communication modes' calls (bench/percall/ops.h): ring (sum), sparse (spardl, one
 //              team), topk_allgather (topa), clps, decentralized (halves), decentralized_whole;
 //              timed per call as herd_sparse_bench does (every call from this rank's gradient,
@@ -36,13 +37,18 @@ struct ProbeOptions {
   size_t bytes = size_t{64} << 20;
   int iters = 3;
   int warmup = 1;
-  double density = 0.01;  // sparse and topk_allgather
+  double density = 0.01;      // sparse and topk_allgather
+  std::string algo = "ring";  // allreduce: the algorithm (collectives/run.h names)
+  int ranks_per_host = 1;     // ranks per emulated host (cluster.h)
+  bool round_robin = false;   // rank r on host r mod H instead of r / G
   std::chrono::seconds timeout{300};
 };
 
 struct ProbeResult {
   std::string probe;
+  std::string algo;  // allreduce: the algorithm that ran
   int ranks = 0;
+  int ranks_per_host = 1;
   uint64_t bytes = 0;
   int iters = 0;
   double seconds = 0;     // per call, or for the whole stream

@@ -6,18 +6,18 @@
 
 #include "absl/strings/str_format.h"
 #include "algorithms/collectives/allreduce.h"
+#include "algorithms/collectives/run.h"
 #include "algorithms/decentralized/full_precision.h"
 #include "algorithms/decentralized/low_precision.h"
-#include "plan/topology.h"
 #include "algorithms/lowprec/centralized_low_precision.h"
 #include "common/status.h"
+#include "plan/topology.h"
 
 namespace herd::bench {
 namespace {
 
 std::vector<int> RingPeers(transport::Communicator& comm, int64_t iteration) {
-  return plan::PeersForIteration(plan::Topology::kRing, comm.size(), 0, iteration,
-                                          comm.rank());
+  return plan::PeersForIteration(plan::Topology::kRing, comm.size(), 0, iteration, comm.rank());
 }
 
 // The options every collective takes, for this operation.
@@ -40,6 +40,13 @@ absl::StatusOr<OpCall> MakeOp(const std::string& name, transport::Communicator& 
     auto o = With<collectives::AllReduceOptions>(comm, p, data);
     o.op = p.average ? ReduceOp::kAverage : ReduceOp::kSum;
     return [o](int64_t) { return collectives::RingAllReduce(o); };
+  }
+  // Any other all-reduce algorithm by its name (hier, shm, auto, rh, ...).
+  if (auto algorithm = collectives::ParseAlgorithm(name); algorithm.ok()) {
+    auto o = With<collectives::AllReduceOptions>(comm, p, data);
+    o.op = p.average ? ReduceOp::kAverage : ReduceOp::kSum;
+    const collectives::Algorithm a = *algorithm;
+    return [o, a](int64_t) { return collectives::AllReduce(o, a); };
   }
   if (name == "spardl" || name == "topa") {
     struct State {

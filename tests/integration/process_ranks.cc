@@ -48,6 +48,9 @@ std::string OneLine(std::string_view text) {
   ::setenv("UCX_NET_DEVICES", "lo", /*overwrite=*/0);
   if (options.separate_hosts) {
     ::setenv("HERD_UCX_HOST_ID", absl::StrFormat("test-host-%d", rank).c_str(), 1);
+  } else if (options.ranks_per_host > 0) {
+    ::setenv("HERD_UCX_HOST_ID",
+             absl::StrFormat("test-host-%d", rank / options.ranks_per_host).c_str(), 1);
   }
   int code = 2;
   absl::Status result;

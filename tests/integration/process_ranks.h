@@ -40,6 +40,9 @@ struct ProcessRanksOptions {
   // Give every rank its own host identity (HERD_UCX_HOST_ID): the ranks then connect as if
   // on different machines, over TCP loopback with peer error handling on every endpoint.
   bool separate_hosts = false;
+  // > 0: ranks [k G, (k+1) G) share the host identity test-host-k (G = ranks_per_host): hosts of
+  // G ranks each, shared memory within a host, TCP between hosts.
+  int ranks_per_host = 0;
 };
 
 struct RankOutcome {

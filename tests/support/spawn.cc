@@ -1,5 +1,6 @@
 #include "tests/support/spawn.h"
 
+#include <algorithm>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -9,7 +10,16 @@ namespace herd::testing {
 
 std::vector<absl::Status> SpawnRanks(
     int size, const std::function<absl::Status(transport::Communicator&)>& fn) {
-  auto comms = transport::MakeLoopbackCommunicators(size);
+  return SpawnRanksOnHosts(std::vector<std::string>(size), fn);
+}
+
+std::vector<absl::Status> SpawnRanksOnHosts(
+    const std::vector<std::string>& hosts,
+    const std::function<absl::Status(transport::Communicator&)>& fn) {
+  const int size = static_cast<int>(hosts.size());
+  const bool labelled = std::any_of(hosts.begin(), hosts.end(), [](auto& h) { return !h.empty(); });
+  auto comms = labelled ? transport::MakeLoopbackCommunicators(size, hosts)
+                        : transport::MakeLoopbackCommunicators(size);
   std::vector<absl::Status> statuses(size);
   std::vector<std::thread> threads;
   for (int r = 0; r < size; ++r) {

@@ -52,10 +52,16 @@ absl::Status NotRoot() {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Create(int ranks, uint64_t rate_bits_per_s) {
+absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Create(int ranks, uint64_t rate_bits_per_s,
+                                                         int ranks_per_host, bool round_robin) {
   if (ranks < 1 || ranks > kMaxRanks) {
     return absl::InvalidArgumentError(
         absl::StrFormat("cluster emulator: ranks must be in [1, %d], got %d", kMaxRanks, ranks));
+  }
+  if (ranks_per_host < 1 || ranks_per_host > ranks) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("cluster emulator: ranks per host must be in [1, ranks = %d], got %d",
+                        ranks, ranks_per_host));
   }
   if (rate_bits_per_s < kMinRate || rate_bits_per_s > kMaxRate) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -63,7 +69,9 @@ absl::StatusOr<std::unique_ptr<Cluster>> Cluster::Create(int ranks, uint64_t rat
   }
   HERD_RETURN_IF_ERROR(NotRoot());
   std::unique_ptr<Cluster> cluster(
-      new Cluster(ranks, rate_bits_per_s, absl::StrFormat("%s%d-", kNamespacePrefix, getpid())));
+      new Cluster(ranks, ranks_per_host, rate_bits_per_s,
+                  absl::StrFormat("%s%d-", kNamespacePrefix, getpid())));
+  cluster->round_robin_ = round_robin && ranks % ranks_per_host == 0;
   if (absl::Status st = cluster->Build(); !st.ok()) {
     if (absl::Status undo = cluster->Destroy(); !undo.ok()) {
       Log().warn("cluster emulator: cleanup after a failed build: {}", std::string(undo.message()));
@@ -80,8 +88,9 @@ absl::Status Cluster::Build() {
   HERD_RETURN_IF_ERROR(Run({"ip", "-n", hub, "link", "set", "lo", "up"}));
   HERD_RETURN_IF_ERROR(Run({"ip", "-n", hub, "link", "add", kBridge, "type", "bridge"}));
   HERD_RETURN_IF_ERROR(Run({"ip", "-n", hub, "link", "set", kBridge, "up"}));
-  for (int r = 0; r < ranks_; ++r) {
-    const std::string ns = Namespace(r), port = HubDevice(r);
+  for (int h = 0; h < hosts(); ++h) {
+    const int r = round_robin_ ? h : h * per_host_;  // the host's first rank names its address
+    const std::string ns = HostNamespace(h), port = HubDevice(h);
     HERD_RETURN_IF_ERROR(Run({"ip", "netns", "add", ns}));
     created_.push_back(ns);
     HERD_RETURN_IF_ERROR(Run({"ip", "-n", ns, "link", "set", "lo", "up"}));
@@ -119,15 +128,27 @@ Cluster::~Cluster() {
   }
 }
 
-std::string Cluster::Namespace(int rank) const { return absl::StrFormat("%s%d", prefix_, rank); }
+std::string Cluster::HostNamespace(int host) const {
+  return absl::StrFormat("%s%d", prefix_, host);
+}
+std::string Cluster::Namespace(int rank) const { return HostNamespace(HostOf(rank)); }
 std::string Cluster::HubNamespace() const { return prefix_ + "hub"; }
 
 std::string Cluster::Address(int rank) const {
-  const int host = rank + 1;  // .0 is the network's own address
+  const int host = HostOf(rank) + 1;  // .0 is the network's own address
   return absl::StrFormat("10.77.%d.%d", host >> 8, host & 255);
 }
 
 std::vector<std::string> Cluster::RankEnvironment(int rank) const {
+  if (per_host_ > 1) {
+    // Shared memory among the host's ranks (UCX's and herd's own), TCP on emu0 between hosts.
+    return {
+        "UCX_TLS=sm,tcp,self",
+        absl::StrFormat("UCX_NET_DEVICES=%s", kRankDevice),
+        absl::StrFormat("HERD_UCX_HOST_ID=%s", Namespace(rank)),
+        "UCX_WARN_UNUSED_ENV_VARS=n",
+    };
+  }
   return {
       "UCX_TLS=tcp,self",
       absl::StrFormat("UCX_NET_DEVICES=%s", kRankDevice),

@@ -39,6 +39,8 @@ class LoopbackCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override;
   std::string_view backend() const override { return "loopback"; }
+  const std::string& host() const;
+  absl::Status peer_status(int peer) const;
   Request isend(int peer, Tag tag, ConstBytes buf) override;
   Request irecv(int peer, Tag tag, MutableBytes buf) override;
   absl::Status wait(Request& req, Deadline deadline) override;
@@ -52,7 +54,23 @@ class LoopbackCommunicator final : public Communicator {
 
 class Fabric final : public LoopbackFabric, public std::enable_shared_from_this<Fabric> {
  public:
-  explicit Fabric(int size) : size_(size), ranks_(size) {}
+  explicit Fabric(int size, std::vector<std::string> hosts = {})
+      : size_(size), hosts_(std::move(hosts)), ranks_(size) {
+    // A labelled fabric labels every rank (so that all or none run the host discovery).
+    if (!hosts_.empty()) {
+      hosts_.resize(size);
+      for (int r = 0; r < size; ++r) {
+        if (hosts_[r].empty()) hosts_[r] = absl::StrFormat("loopback-rank-%d", r);
+      }
+    }
+    hosts_.resize(size);
+  }
+
+  const std::string& host(int rank) const { return hosts_[rank]; }
+  absl::Status DeadStatus(int rank) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return rank < 0 || rank >= size_ ? absl::OkStatus() : ranks_[rank].dead;
+  }
 
   int size() const override { return size_; }
   std::unique_ptr<Communicator> communicator(int rank) override {
@@ -207,6 +225,7 @@ class Fabric final : public LoopbackFabric, public std::enable_shared_from_this<
   }
 
   const int size_;
+  std::vector<std::string> hosts_;  // per rank; empty: every rank a host of its own
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<RankState> ranks_;  // guarded by mu_
@@ -239,17 +258,40 @@ absl::Status LoopbackCommunicator::abort(absl::Status why) {
 
 absl::Status LoopbackCommunicator::status() const { return fabric_->Status(rank_); }
 
+const std::string& LoopbackCommunicator::host() const { return fabric_->host(rank_); }
+
+absl::Status LoopbackCommunicator::peer_status(int peer) const { return fabric_->DeadStatus(peer); }
+
 }  // namespace
 
 std::shared_ptr<LoopbackFabric> LoopbackFabric::Create(int size) {
   return std::make_shared<Fabric>(size);
 }
 
+std::shared_ptr<LoopbackFabric> LoopbackFabric::Create(int size, std::vector<std::string> hosts) {
+  return std::make_shared<Fabric>(size, std::move(hosts));
+}
+
 std::vector<std::unique_ptr<Communicator>> MakeLoopbackCommunicators(int size) {
-  auto fabric = LoopbackFabric::Create(size);
+  return MakeLoopbackCommunicators(size, {});
+}
+
+std::vector<std::unique_ptr<Communicator>> MakeLoopbackCommunicators(
+    int size, std::vector<std::string> hosts) {
+  auto fabric = LoopbackFabric::Create(size, std::move(hosts));
   std::vector<std::unique_ptr<Communicator>> comms;
   for (int r = 0; r < size; ++r) comms.push_back(fabric->communicator(r));
   return comms;
+}
+
+std::string LoopbackHost(const Communicator& comm) {
+  const auto* c = dynamic_cast<const LoopbackCommunicator*>(&comm);
+  return c == nullptr ? std::string() : c->host();
+}
+
+absl::Status LoopbackPeerStatus(const Communicator& comm, int peer) {
+  const auto* c = dynamic_cast<const LoopbackCommunicator*>(&comm);
+  return c == nullptr ? absl::OkStatus() : c->peer_status(peer);
 }
 
 }  // namespace herd::transport

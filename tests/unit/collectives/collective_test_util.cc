@@ -150,10 +150,27 @@ std::string CaseName(int size, size_t count, DType dtype, ReduceOp op) {
                          ReduceOpName(op));
 }
 
+std::vector<absl::Status> RunRanksOnHosts(
+    const std::vector<std::string>& hosts, int size,
+    const std::function<absl::Status(transport::Communicator&, transport::LoopbackFabric&)>& fn);
+
 std::vector<absl::Status> RunRanks(
     int size,
     const std::function<absl::Status(transport::Communicator&, transport::LoopbackFabric&)>& fn) {
-  auto fabric = transport::LoopbackFabric::Create(size);
+  return RunRanksOnHosts(std::vector<std::string>(), size, fn);
+}
+
+std::vector<absl::Status> RunRanksOnHosts(
+    const std::vector<std::string>& hosts,
+    const std::function<absl::Status(transport::Communicator&, transport::LoopbackFabric&)>& fn) {
+  return RunRanksOnHosts(hosts, static_cast<int>(hosts.size()), fn);
+}
+
+std::vector<absl::Status> RunRanksOnHosts(
+    const std::vector<std::string>& hosts, int size,
+    const std::function<absl::Status(transport::Communicator&, transport::LoopbackFabric&)>& fn) {
+  auto fabric = hosts.empty() ? transport::LoopbackFabric::Create(size)
+                              : transport::LoopbackFabric::Create(size, hosts);
   std::vector<std::unique_ptr<transport::Communicator>> comms;
   for (int r = 0; r < size; ++r) comms.push_back(fabric->communicator(r));
   std::vector<absl::Status> statuses(size);

@@ -62,5 +62,10 @@ std::string CaseName(int size, size_t count, DType dtype, ReduceOp op);
 std::vector<absl::Status> RunRanks(
     int size,
     const std::function<absl::Status(transport::Communicator&, transport::LoopbackFabric&)>& fn);
+// The same over a fabric whose rank r is on host hosts[r] (LoopbackFabric::Create with hosts):
+// ranks with one label share a shared-memory segment.
+std::vector<absl::Status> RunRanksOnHosts(
+    const std::vector<std::string>& hosts,
+    const std::function<absl::Status(transport::Communicator&, transport::LoopbackFabric&)>& fn);
 
 }  // namespace herd::collectives::testing

@@ -179,29 +179,30 @@ TEST_F(ValidationTest, AllToAllBuffersMustNotOverlap) {
 
 TEST_F(ValidationTest, UnsupportedAlgorithmListsTheSupportedOnes) {
   AllReduceOptions o = AllReduceOk();
-  ExpectRejected(AllReduce(o, Algorithm::kBruck),
-                 {"all-reduce", "'bruck'", "auto, ring, lp, tree, rd, rh, oneshot, native"});
+  ExpectRejected(
+      AllReduce(o, Algorithm::kBruck),
+      {"all-reduce", "'bruck'", "auto, ring, lp, tree, rd, rh, oneshot, shm, hier, native"});
   AllGatherOptions g;
   g.comm = comm_.get();
   ExpectRejected(AllGather(g, Algorithm::kLinearPipeline),
-                 {"auto, ring, rd, bruck, oneshot, native"});
+                 {"auto, ring, rd, bruck, oneshot, shm, hier, native"});
   ReduceScatterOptions rs;
   rs.comm = comm_.get();
   ExpectRejected(ReduceScatter(rs, Algorithm::kBinomialTree),
-                 {"'tree'", "auto, ring, rh, oneshot, native"});
+                 {"'tree'", "auto, ring, rh, oneshot, shm, hier, native"});
   BroadcastOptions b;
   b.comm = comm_.get();
-  ExpectRejected(Broadcast(b, Algorithm::kRing), {"broadcast", "auto, lp, tree"});
+  ExpectRejected(Broadcast(b, Algorithm::kRing), {"broadcast", "auto, lp, tree, shm, hier"});
   ReduceOptions r;
   r.comm = comm_.get();
   ExpectRejected(Reduce(r, Algorithm::kNative), {"reduce", "'native'", "auto, lp, tree"});
 }
 
 TEST(AlgorithmNames, ParseAndPrintRoundTrip) {
-  for (Algorithm a :
-       {Algorithm::kRing, Algorithm::kLinearPipeline, Algorithm::kRecursiveDoubling,
-        Algorithm::kBruck, Algorithm::kBinomialTree, Algorithm::kPairwise, Algorithm::kNative,
-        Algorithm::kRecursiveHalving, Algorithm::kOneShot, Algorithm::kAuto}) {
+  for (Algorithm a : {Algorithm::kRing, Algorithm::kLinearPipeline, Algorithm::kRecursiveDoubling,
+                      Algorithm::kBruck, Algorithm::kBinomialTree, Algorithm::kPairwise,
+                      Algorithm::kNative, Algorithm::kRecursiveHalving, Algorithm::kOneShot,
+                      Algorithm::kAuto, Algorithm::kShm, Algorithm::kHierarchical}) {
     auto parsed = ParseAlgorithm(AlgorithmName(a));
     ASSERT_TRUE(parsed.ok()) << parsed.status();
     EXPECT_EQ(*parsed, a);

@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "algorithms/lowprec/centralized_low_precision.h"
 #include "tests/support/spawn.h"
 #include "tests/unit/collectives/forwarding_communicator.h"
@@ -39,10 +40,12 @@ struct Ranks {
 };
 
 absl::Status RunAll(Ranks& s, size_t count, Compressor c, bool average, uint64_t seed,
-                    bool feedback = true,
-                    std::vector<LowPrecisionWorkspace>* workspaces = nullptr) {
+                    bool feedback = true, std::vector<LowPrecisionWorkspace>* workspaces = nullptr,
+                    const std::vector<std::string>& hosts = {}) {
   const int P = static_cast<int>(s.data.size());
-  return FirstError(SpawnRanks(P, [&](transport::Communicator& comm) {
+  std::vector<std::string> labels = hosts;
+  labels.resize(P);
+  return FirstError(herd::testing::SpawnRanksOnHosts(labels, [&](transport::Communicator& comm) {
     const int r = comm.rank();
     CentralizedLowPrecisionOptions o;
     o.workspace = workspaces != nullptr ? &(*workspaces)[r] : nullptr;
@@ -62,9 +65,10 @@ absl::Status RunAll(Ranks& s, size_t count, Compressor c, bool average, uint64_t
 
 // The books of one call, per element i (a = P with average, else 1):
 //   sum_j (x_j + delta_j) + a eps_owner  ==  a result + sum_j delta_j' + a eps_owner'
-void CheckNothingLost(int P, size_t count, Compressor c, bool average) {
-  SCOPED_TRACE(
-      absl::StrFormat("P=%d count=%d %s %s", P, count, CompressorName(c), average ? "avg" : "sum"));
+void CheckNothingLost(int P, size_t count, Compressor c, bool average,
+                      const std::vector<std::string>& hosts = {}) {
+  SCOPED_TRACE(absl::StrFormat("P=%d count=%d %s %s hosts=%s", P, count, CompressorName(c),
+                               average ? "avg" : "sum", absl::StrJoin(hosts, ",")));
   Ranks s(P, count);
   const double a = average ? P : 1;
   for (int iteration = 0; iteration < 3; ++iteration) {
@@ -84,7 +88,7 @@ void CheckNothingLost(int P, size_t count, Compressor c, bool average) {
     };
     for (size_t i = 0; i < count; ++i) before[i] += a * owner_eps(i);
 
-    ASSERT_TRUE(RunAll(s, count, c, average, iteration).ok());
+    ASSERT_TRUE(RunAll(s, count, c, average, iteration, true, nullptr, hosts).ok());
 
     // Bit for bit (memcmp, not ==); an empty tensor's data() may be null, which memcmp must
     // not see.
@@ -115,6 +119,24 @@ TEST_P(ClpsSweep, NothingIsLostAndAllRanksAgree) {
 
 INSTANTIATE_TEST_SUITE_P(Clps, ClpsSweep, ::testing::Range(1, 9),
                          [](const auto& info) { return absl::StrFormat("P%d", info.param); });
+
+// Hosts of several ranks: the hierarchical form (full-precision reduce-scatter within a host,
+// C_LP_S along the rails, all-gather within a host) keeps the same books: the rail member that
+// sends a chunk's host sum holds its sender residual, the flat owner its reducer residual.
+TEST(ClpsHierarchyTest, NothingIsLostAndAllRanksAgreeOnHostsOfSeveralRanks) {
+  const std::vector<std::vector<std::string>> layouts = {{"a", "a", "b", "b"},
+                                                         {"a", "b", "a", "b"},
+                                                         {"a", "a", "a", "b", "b", "b"},
+                                                         {"a", "a", "b", "b", "c", "c"}};
+  for (const auto& hosts : layouts) {
+    const int P = static_cast<int>(hosts.size());
+    for (const char* name : {"minmax_uint8", "qsgd", "topk:0.1"}) {
+      for (size_t count : {size_t{1}, size_t(P + 1), size_t{1000}, size_t{10007}}) {
+        for (bool average : {false, true}) CheckNothingLost(P, count, Parsed(name), average, hosts);
+      }
+    }
+  }
+}
 
 // Without residuals the result is exactly D(Q(sum_j D(Q(x_j)) / P)), chunk by chunk.
 TEST(ClpsTest, WithoutFeedbackTheResultIsTheDoubleQuantisedAverage) {
