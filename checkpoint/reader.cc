@@ -14,14 +14,15 @@ namespace herd::checkpoint {
 
 CheckpointReader::CheckpointReader(Env& env, std::string path,
                                    herd::v1::CheckpointManifest manifest)
-    : env_(env), path_(std::move(path)), manifest_(std::move(manifest)) {}
+    : env_(env), path_(std::move(path)), manifest_(std::move(manifest)) {
+  for (int i = 0; i < manifest_.files_size(); ++i)
+    file_of_.emplace(manifest_.files(i).process(), i);
+}
 CheckpointReader::~CheckpointReader() = default;
 
 const herd::v1::CheckpointFile* CheckpointReader::FileOf(std::string_view process) const {
-  for (const auto& f : manifest_.files()) {
-    if (f.process() == process) return &f;
-  }
-  return nullptr;
+  auto it = file_of_.find(process);
+  return it == file_of_.end() ? nullptr : &manifest_.files(it->second);
 }
 
 absl::StatusOr<std::string> CheckpointReader::ReadExtent(
@@ -181,6 +182,7 @@ absl::StatusOr<std::unique_ptr<CheckpointReader>> OpenCheckpoint(Env& env,
       return absl::DataLossError(
           absl::StrFormat("%s is missing (%s's state)", name, file.process()));
     }
+    if (!info->is_regular) return RegularFileProblem(env, name);
     if (info->size != static_cast<uint64_t>(file.bytes())) {
       return absl::DataLossError(
           absl::StrFormat("%s: size expected %d bytes, actual %d", name, file.bytes(), info->size));

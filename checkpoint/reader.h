@@ -9,6 +9,7 @@
 // Thread-safe after opening (const methods only).
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -64,6 +65,8 @@ class CheckpointReader : public StateSource {
   Env& env_;
   std::string path_;
   herd::v1::CheckpointManifest manifest_;
+  // Process -> its file's index in the manifest (readers look processes up by rank, often).
+  std::map<std::string, int, std::less<>> file_of_;
   std::vector<std::string> skipped_;
 };
 
