@@ -14,17 +14,6 @@ namespace {
 
 constexpr std::string_view kParamPrefix = "param/";
 
-// Elements of `name` the checkpoint's files hold (every process; no element counted twice
-// within one file: manifest_check.h), from the manifest: bounded by the files' real sizes.
-int64_t ElementsInFiles(const CheckpointReader& reader, const std::string& name,
-                        const std::string& only_process = "") {
-  int64_t n = 0;
-  for (const auto& f : reader.manifest().files()) {
-    if (only_process.empty() || f.process() == only_process) n += ElementsHeld(f, name);
-  }
-  return n;
-}
-
 absl::Status NotWhole(const CheckpointReader& reader, const std::string& name, int64_t held,
                       int64_t total) {
   return absl::DataLossError(
@@ -37,17 +26,16 @@ absl::Status NotWhole(const CheckpointReader& reader, const std::string& name, i
 absl::StatusOr<std::vector<float>> Assemble(const CheckpointReader& reader, const std::string& name,
                                             int64_t total) {
   // Allocated only for what the files can fill.
-  if (const int64_t held = ElementsInFiles(reader, name); held < total) {
+  if (const int64_t held = reader.ElementsHeld("", name); held < total) {
     return NotWhole(reader, name, held, total);
   }
   std::vector<float> out(static_cast<size_t>(total));
   std::vector<bool> have(static_cast<size_t>(total), false);
   for (const std::string& process : reader.processes()) {
     if (!reader.Has(process, name)) continue;
-    auto state = reader.ReadProcess(process);
-    if (!state.ok()) return state.status();
-    for (const Extent& e : state->extents) {
-      if (e.name != name) continue;
+    auto extents = reader.ReadExtents(process, name);  // this tensor's only
+    if (!extents.ok()) return extents.status();
+    for (const Extent& e : *extents) {
       if (e.dtype != DType::kFloat32 || e.total != total) {
         return absl::FailedPreconditionError(
             absl::StrFormat("%s of %s is %s of %d elements, expected fp32 of %d", name, process,
@@ -107,8 +95,7 @@ absl::StatusOr<std::vector<ModelTensor>> ModelParameters(const CheckpointReader&
     for (int r = 0; r < reader.workers() && first_worker.empty(); ++r) {
       if (reader.Has(WorkerProcess(r), name)) first_worker = WorkerProcess(r);
     }
-    const int64_t held = first_worker.empty() ? ElementsInFiles(reader, name)
-                                              : ElementsInFiles(reader, name, first_worker);
+    const int64_t held = reader.ElementsHeld(first_worker, name);  // "": every process's
     if (held < total->second) return NotWhole(reader, name, held, total->second);
     t.values.resize(static_cast<size_t>(total->second));
     absl::Status s = ReadReplicated(reader, name, total->second, 0, t.values);

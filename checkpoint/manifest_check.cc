@@ -1,6 +1,7 @@
 #include "checkpoint/manifest_check.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <utility>
 #include <vector>
@@ -94,6 +95,11 @@ absl::Status CheckLayout(const herd::v1::CheckpointManifest& m, const std::strin
   std::set<std::string> names;
   for (const auto& t : m.layout()) {
     const std::string name = t.name().substr(0, 80);
+    if (t.name().size() > kMaxNameBytes) {
+      return Bad(path, absl::StrFormat("tensor '%s...' of the layout has a name of %d bytes (at "
+                                       "most %d)",
+                                       name, t.name().size(), kMaxNameBytes));
+    }
     if (!names.insert(t.name()).second) {
       return Bad(path, absl::StrFormat("the layout lists tensor '%s' twice", name));
     }
@@ -140,6 +146,12 @@ absl::Status CheckManifest(const herd::v1::CheckpointManifest& m, const std::str
   }
   if (absl::Status s = CheckLayout(m, path); !s.ok()) return s;
   for (const auto& f : m.files()) {
+    for (const auto& e : f.extents()) {
+      if (e.name().size() > kMaxNameBytes) {
+        return Bad(path, absl::StrFormat("%s: an extent's name has %d bytes (at most %d)", f.file(),
+                                         e.name().size(), kMaxNameBytes));
+      }
+    }
     if (f.bytes() < kStateHeaderBytes) {
       return Bad(path, absl::StrFormat("%s has %d bytes, less than a state file's header", f.file(),
                                        f.bytes()));
@@ -152,44 +164,50 @@ absl::Status CheckManifest(const herd::v1::CheckpointManifest& m, const std::str
   return absl::OkStatus();
 }
 
-int64_t ElementsHeld(const herd::v1::CheckpointFile& file, const std::string& name) {
-  int64_t n = 0;
-  for (const auto& e : file.extents()) {
-    if (e.name() == name) n += e.count();
-  }
-  return n;
-}
-
 absl::Status CheckCoverage(const herd::v1::CheckpointManifest& m, const std::string& path) {
-  for (const auto& t : m.layout()) {
-    const std::string name = "param/" + t.name();
-    bool whole = false;
+  // One pass over every extent (a manifest may list millions), indexed by tensor.
+  std::map<std::string, int64_t> count;  // layout tensor -> its elements
+  for (const auto& t : m.layout()) count.emplace(t.name(), t.count());
+  struct Held {
     std::vector<std::pair<int64_t, int64_t>> ranges;  // [from, to) over every process
-    for (const auto& f : m.files()) {
-      for (const auto& e : f.extents()) {
-        if (e.name() != name) continue;
-        if (e.total() != t.count()) {
-          return Bad(path, absl::StrFormat("%s holds '%s' as a tensor of %d elements; the layout "
-                                           "has %d",
-                                           f.file(), name.substr(0, 90), e.total(), t.count()));
-        }
-        if (e.count() > 0) ranges.emplace_back(e.offset(), e.offset() + e.count());
+    std::map<int, int64_t> per_worker_file;           // elements in each worker's file
+  };
+  std::map<std::string, Held> held;
+  constexpr std::string_view kParam = "param/";
+  for (int i = 0; i < m.files_size(); ++i) {
+    const auto& f = m.files(i);
+    const bool worker = f.process().starts_with("worker-");
+    for (const auto& e : f.extents()) {
+      if (!e.name().starts_with(kParam)) continue;
+      auto c = count.find(e.name().substr(kParam.size()));
+      if (c == count.end()) continue;
+      if (e.total() != c->second) {
+        return Bad(path, absl::StrFormat("%s holds '%s' as a tensor of %d elements; the layout "
+                                         "has %d",
+                                         f.file(), e.name().substr(0, 90), e.total(), c->second));
       }
-      whole |= f.process().starts_with("worker-") && ElementsHeld(f, name) == t.count();
+      Held& h = held[c->first];
+      if (e.count() > 0) h.ranges.emplace_back(e.offset(), e.offset() + e.count());
+      if (worker) h.per_worker_file[i] += e.count();
     }
+  }
+  for (const auto& t : m.layout()) {
+    Held& h = held[t.name()];
+    bool whole = t.count() == 0;
+    for (const auto& [file, n] : h.per_worker_file) whole |= n == t.count();
     if (whole) continue;
-    std::sort(ranges.begin(), ranges.end());
+    std::sort(h.ranges.begin(), h.ranges.end());
     int64_t covered = 0, reach = 0;
-    for (const auto& [from, to] : ranges) {
+    for (const auto& [from, to] : h.ranges) {
       if (to <= reach) continue;
       covered += to - std::max(from, reach);
       reach = to;
     }
     if (covered != t.count()) {
-      return Bad(path,
-                 absl::StrFormat("the parameters of tensor '%s' (%s) are not whole: the "
-                                 "checkpoint holds %d of its %d elements",
-                                 t.name().substr(0, 80), name.substr(0, 90), covered, t.count()));
+      return Bad(path, absl::StrFormat("the parameters of tensor '%s' are not whole: the "
+                                       "checkpoint holds %d of its %d elements (param/%s)",
+                                       t.name().substr(0, 80), covered, t.count(),
+                                       t.name().substr(0, 80)));
     }
   }
   return absl::OkStatus();

@@ -8,6 +8,7 @@
 //   - the id parses and names the manifest's iteration (>= 0);
 //   - the worker and shard counts are within kMaxProcesses (readers look processes up by
 //     rank: worker-0 .. worker-(N-1));
+//   - names of at most kMaxNameBytes;
 //   - the layout: at most kMaxTensors tensors, distinct names, each count in [0,
 //     kMaxElements] and equal to its shape's product (when it has one), a dtype this build
 //     knows (when it names one);
@@ -35,13 +36,12 @@ inline constexpr int64_t kMaxElements = int64_t{1} << 40;
 inline constexpr int32_t kMaxProcesses = 1 << 16;
 // Tensors of one layout (the scheduler's bound).
 inline constexpr int32_t kMaxTensors = 1 << 14;
+// A tensor's or an extent's name ("<kind>/<tensor>@<rank>"; the scheduler's tensor names have
+// at most 256 bytes): messages echo them.
+inline constexpr size_t kMaxNameBytes = 4096;
 
 // `path` names the manifest in messages.
 absl::Status CheckManifest(const herd::v1::CheckpointManifest& manifest, const std::string& path);
-
-// Elements of state `name` that `file` holds, from its extents (checked by CheckManifest: no
-// two overlap, so this is bounded by the file's size).
-int64_t ElementsHeld(const herd::v1::CheckpointFile& file, const std::string& name);
 
 // OK when every tensor of the layout has a whole param/<tensor>: in one worker's file, or
 // covered by the extents of every process together (a parameter server's shards); DATA_LOSS
