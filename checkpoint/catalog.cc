@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "checkpoint/checkpoint_id.h"
 #include "checkpoint/commit.h"
+#include "checkpoint/manifest_check.h"
 #include "checkpoint/manifest_file.h"
 #include "checkpoint/state_file.h"
 
@@ -27,6 +28,7 @@ std::string MissingFiles(Env& env, const std::string& path,
     const std::string name = JoinPath(path, file.file());
     auto info = env.Stat(name);
     if (!info.ok()) return absl::StrFormat("%s is missing (%s's state)", name, file.process());
+    if (!info->is_regular) return std::string(RegularFileProblem(env, name).message());
     if (info->size != static_cast<uint64_t>(file.bytes())) {
       return absl::StrFormat("%s: size expected %d bytes, actual %d", name, file.bytes(),
                              info->size);
@@ -37,6 +39,13 @@ std::string MissingFiles(Env& env, const std::string& path,
 
 }  // namespace
 
+absl::Status RegularFileProblem(Env& env, const std::string& path) {
+  // The Env says why without opening it (NewRandomAccessFile refuses special files by stat).
+  auto opened = env.NewRandomAccessFile(path);
+  if (!opened.ok()) return opened.status();
+  return absl::OkStatus();
+}
+
 bool IsCheckpointPath(Env& env, const std::string& path) {
   return env.Exists(JoinPath(path, kManifestFile)) || ParseCheckpointId(BaseName(path)).has_value();
 }
@@ -44,12 +53,12 @@ bool IsCheckpointPath(Env& env, const std::string& path) {
 absl::StatusOr<herd::v1::CheckpointManifest> ReadManifest(Env& env, const std::string& path) {
   const std::string file = JoinPath(path, kManifestFile);
   // A manifest is kilobytes (a few hundred bytes per extent); anything huge is not one.
-  constexpr uint64_t kMaxManifestBytes = uint64_t{256} << 20;
+  constexpr uint64_t kMaxManifestBytes = kMaxWholeFileBytes;
   if (auto info = env.Stat(file); info.ok() && info->size > kMaxManifestBytes) {
     return absl::DataLossError(absl::StrFormat("%s: %d bytes, not a manifest (at most %d)", file,
                                                info->size, kMaxManifestBytes));
   }
-  auto data = env.ReadFile(file);
+  auto data = env.ReadFile(file, kMaxManifestBytes);
   if (!data.ok()) {
     if (absl::IsNotFound(data.status())) {
       return absl::NotFoundError(
@@ -67,6 +76,8 @@ absl::StatusOr<herd::v1::CheckpointManifest> ReadManifest(Env& env, const std::s
   if (absl::Status s = CheckFileNames(*manifest); !s.ok()) {
     return absl::DataLossError(absl::StrFormat("%s: %s", file, s.message()));
   }
+  // Nothing a manifest says is used before it is checked (manifest_check.h).
+  if (absl::Status s = CheckManifest(*manifest, file); !s.ok()) return s;
   return manifest;
 }
 
@@ -79,7 +90,8 @@ absl::StatusOr<std::vector<CheckpointInfo>> ListCheckpoints(Env& env, const std:
   auto names = env.ListDir(dir);
   if (!names.ok()) return names.status();
   std::string latest;
-  if (auto text = env.ReadFile(JoinPath(dir, kLatestFile)); text.ok()) {
+  // LATEST is a hint of a few bytes: anything else there (a FIFO, a huge file) is ignored.
+  if (auto text = env.ReadFile(JoinPath(dir, kLatestFile), 256); text.ok()) {
     latest = std::string(absl::StripAsciiWhitespace(*text));
   }
   std::vector<CheckpointInfo> out;
@@ -130,7 +142,8 @@ absl::Status VerifyCheckpoint(Env& env, const std::string& path) {
     absl::Status s = VerifyStateFile(env, path, file);
     if (!s.ok()) return s;
   }
-  return absl::OkStatus();
+  // What export and a resume take from it besides: every tensor's parameters, whole.
+  return CheckCoverage(*manifest, JoinPath(path, kManifestFile));
 }
 
 absl::StatusOr<ResolvedCheckpoint> ResolveCheckpoint(Env& env, const std::string& path) {

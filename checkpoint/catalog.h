@@ -39,15 +39,22 @@ struct CheckpointInfo {
 // NOT_FOUND when DIR does not exist, FAILED_PRECONDITION when it is not a directory.
 absl::StatusOr<std::vector<CheckpointInfo>> ListCheckpoints(Env& env, const std::string& dir);
 
-// Reads DIR/<id>/MANIFEST and checks its checksum and format. DATA_LOSS naming the file when it
-// is corrupt or truncated, NOT_FOUND when there is none, FAILED_PRECONDITION for a format
-// version this build does not read.
+// Reads DIR/<id>/MANIFEST and checks its checksum, its format and what it says
+// (manifest_check.h). DATA_LOSS naming the file when it is corrupt, truncated or says what its
+// files cannot hold, NOT_FOUND when there is none, FAILED_PRECONDITION for a format version this
+// build does not read or a MANIFEST that is not a regular file.
 absl::StatusOr<herd::v1::CheckpointManifest> ReadManifest(Env& env, const std::string& path);
 
 // Reads every byte of checkpoint `path` (DIR/<id>) and checks every checksum: the manifest's,
-// every file's size and checksum, every extent's checksum and bounds. The first failure as
-// DATA_LOSS naming the file, the extent, the expected and the actual checksum (or size).
+// every file's size and checksum, every extent's checksum and bounds; and what export and a
+// resume rely on besides (manifest_check.h: every tensor of the layout has its parameters,
+// whole). The first failure as DATA_LOSS naming the file, the extent, the expected and the
+// actual checksum (or size); FAILED_PRECONDITION for a file that is not a regular file.
 absl::Status VerifyCheckpoint(Env& env, const std::string& path);
+
+// Why `path`, which is there, cannot be a checkpoint's file (FAILED_PRECONDITION "not a
+// regular file"); OK when it is a regular file.
+absl::Status RegularFileProblem(Env& env, const std::string& path);
 
 struct ResolvedCheckpoint {
   std::string path;  // DIR/<id>

@@ -60,6 +60,7 @@ absl::Status Commit(Env& env, const std::string& dir,
       return absl::DataLossError(
           absl::StrFormat("commit: %s (%s's state) is missing", path, file.process()));
     }
+    if (!info->is_regular) return RegularFileProblem(env, path);
     if (info->size != static_cast<uint64_t>(file.bytes())) {
       return absl::DataLossError(absl::StrFormat("commit: %s has %d bytes, %s reported %d", path,
                                                  info->size, file.process(), file.bytes()));
@@ -97,10 +98,14 @@ absl::Status Abort(Env& env, const std::string& dir, const std::string& id) {
   return env.RemoveAll(TempDirOf(dir, id));
 }
 
-absl::Status ApplyRetention(Env& env, const std::string& dir, int keep_last, int keep_every) {
+absl::Status ApplyRetention(Env& env, const std::string& dir, int keep_last, int keep_every,
+                            const std::string& run) {
   auto listed = ListCheckpoints(env, dir);
   if (!listed.ok()) return listed.status();
-  const std::vector<CheckpointInfo>& all = *listed;  // oldest first
+  std::vector<CheckpointInfo> all;  // oldest first: the run's own (every one for run "")
+  for (CheckpointInfo& c : *listed) {
+    if (run.empty() || (c.manifest_ok && c.manifest.run() == run)) all.push_back(std::move(c));
+  }
   // The newest whole checkpoint: nothing at or after it is deleted.
   int64_t newest_whole = -1;
   for (const CheckpointInfo& c : all) {

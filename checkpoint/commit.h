@@ -33,12 +33,16 @@ absl::Status Commit(Env& env, const std::string& dir, const herd::v1::Checkpoint
 // Gives up checkpoint `id`: removes DIR/.tmp-<id>. OK when there is none.
 absl::Status Abort(Env& env, const std::string& dir, const std::string& id);
 
-// Deletes committed checkpoints of DIR beyond the policy: keeps the newest `keep_last` (all when
-// <= 0), every one whose iteration is a multiple of `keep_every` (none such when <= 0), and in
-// any case the newest committed checkpoint. Only checkpoints older than the newest whole one
-// (manifest valid, every file present with its size) are deleted, so nothing goes before a newer
-// checkpoint has committed. A deleted checkpoint is first renamed to DIR/.trash-<id>, so a
-// half-deleted one never looks like a checkpoint.
-absl::Status ApplyRetention(Env& env, const std::string& dir, int keep_last, int keep_every);
+// Deletes committed checkpoints of run `run` in DIR beyond the policy: of that run's
+// checkpoints (their manifest's `run`), keeps the newest `keep_last` (all when <= 0), every one
+// whose iteration is a multiple of `keep_every` (none such when <= 0), and in any case the
+// newest. Only checkpoints older than the run's newest whole one (manifest valid, every file
+// present with its size) are deleted, so nothing goes before a newer checkpoint has committed.
+// Checkpoints of other runs and jobs (and those whose manifest cannot be read) are never
+// touched (owner.h). An empty `run` applies the policy to every checkpoint of DIR (tools and
+// tests). A deleted checkpoint is first renamed to DIR/.trash-<id>, so a half-deleted one never
+// looks like a checkpoint.
+absl::Status ApplyRetention(Env& env, const std::string& dir, int keep_last, int keep_every,
+                            const std::string& run = "");
 
 }  // namespace herd::checkpoint

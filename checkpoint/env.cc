@@ -44,9 +44,24 @@ std::string JoinPath(std::string_view dir, std::string_view name) {
   return absl::StrFormat("%s/%s", dir, name);
 }
 
-absl::StatusOr<std::string> Env::ReadFile(const std::string& path) {
+absl::Status NotRegular(std::string_view path, uint32_t mode) {
+  const char* what = S_ISDIR(mode)    ? "a directory"
+                     : S_ISFIFO(mode) ? "a FIFO"
+                     : S_ISSOCK(mode) ? "a socket"
+                     : S_ISCHR(mode)  ? "a character device"
+                     : S_ISBLK(mode)  ? "a block device"
+                                      : "not a file";
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "%s is not a regular file (%s): checkpoints are made of regular files only", path, what));
+}
+
+absl::StatusOr<std::string> Env::ReadFile(const std::string& path, uint64_t max_bytes) {
   auto file = NewRandomAccessFile(path);
   if (!file.ok()) return file.status();
+  if ((*file)->size() > max_bytes) {
+    return absl::DataLossError(absl::StrFormat("%s has %d bytes, more than the %d such a file has",
+                                               path, (*file)->size(), max_bytes));
+  }
   std::string data((*file)->size(), '\0');
   absl::Status s = (*file)->Read(0, data.size(), data.data());
   if (!s.ok()) return s;
@@ -134,6 +149,23 @@ class PosixRandomAccessFile final : public RandomAccessFile {
   uint64_t size_;
 };
 
+// OK when `fd` is a regular file (then in blocking mode again); closes it otherwise.
+absl::Status CheckOpened(int fd, const std::string& path) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return ErrnoToStatus(err, "stat", path);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return NotRegular(path, st.st_mode);
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  return absl::OkStatus();
+}
+
 class PosixEnvImpl final : public Env {
  public:
   // Checkpoints hold the model and every process's state: the directories this creates are
@@ -154,26 +186,37 @@ class PosixEnvImpl final : public Env {
     return absl::OkStatus();
   }
 
+  // Special files are refused by their stat before any open (opening some devices acts), and
+  // the open itself never blocks (O_NONBLOCK: a FIFO without a writer, or without a reader for
+  // writing, answers at once); what was opened is checked again (it may have been swapped).
   absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
-    const int fd = RetryEintr(
-        [&] { return ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600); });
+    struct stat before;
+    if (::stat(path.c_str(), &before) == 0 && !S_ISREG(before.st_mode)) {
+      return NotRegular(path, before.st_mode);
+    }
+    const int fd = RetryEintr([&] {
+      return ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
+                    0600);
+    });
     if (fd < 0) return ErrnoToStatus(errno, "open", path);
+    if (absl::Status s = CheckOpened(fd, path); !s.ok()) return s;
     return std::make_unique<PosixWritableFile>(path, fd);
   }
 
   absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
       const std::string& path) override {
-    const int fd = RetryEintr([&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC); });
+    struct stat before;
+    if (::stat(path.c_str(), &before) != 0) return ErrnoToStatus(errno, "stat", path);
+    if (!S_ISREG(before.st_mode)) return NotRegular(path, before.st_mode);
+    const int fd = RetryEintr(
+        [&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY); });
     if (fd < 0) return ErrnoToStatus(errno, "open", path);
+    if (absl::Status s = CheckOpened(fd, path); !s.ok()) return s;
     struct stat st;
     if (::fstat(fd, &st) != 0) {
       const int err = errno;
       ::close(fd);
       return ErrnoToStatus(err, "stat", path);
-    }
-    if (S_ISDIR(st.st_mode)) {
-      ::close(fd);
-      return ErrnoToStatus(EISDIR, "open", path);
     }
     return std::make_unique<PosixRandomAccessFile>(path, fd, static_cast<uint64_t>(st.st_size));
   }
@@ -222,7 +265,9 @@ class PosixEnvImpl final : public Env {
   absl::StatusOr<FileInfo> Stat(const std::string& path) override {
     struct stat st;
     if (::stat(path.c_str(), &st) != 0) return ErrnoToStatus(errno, "stat", path);
-    return FileInfo{.is_dir = S_ISDIR(st.st_mode), .size = static_cast<uint64_t>(st.st_size)};
+    return FileInfo{.is_dir = S_ISDIR(st.st_mode),
+                    .is_regular = S_ISREG(st.st_mode),
+                    .size = static_cast<uint64_t>(st.st_size)};
   }
 
   absl::StatusOr<uint64_t> FreeBytes(const std::string& path) override {

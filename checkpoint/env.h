@@ -45,8 +45,18 @@ class RandomAccessFile {
 
 struct FileInfo {
   bool is_dir = false;
+  // A regular file (not a directory, FIFO, socket or device). Checkpoints hold only those
+  // and directories; a reader opens nothing else (a FIFO would block it, a device never end).
+  bool is_regular = false;
   uint64_t size = 0;
 };
+
+// The most Env::ReadFile reads unless told otherwise: a manifest is kilobytes (a few hundred
+// bytes per extent); 256 MiB is far above any.
+inline constexpr uint64_t kMaxWholeFileBytes = uint64_t{256} << 20;
+
+// "not a regular file" naming `path` and what it is (a FIFO, a socket, ...): FAILED_PRECONDITION.
+absl::Status NotRegular(std::string_view path, uint32_t st_mode);
 
 class Env {
  public:
@@ -54,9 +64,12 @@ class Env {
 
   // Creates `path` and the directories above it that are missing; OK when it exists.
   virtual absl::Status CreateDirs(const std::string& path) = 0;
-  // Creates (or truncates) `path` for writing.
+  // Creates (or truncates) `path` for writing. FAILED_PRECONDITION, without opening it, when
+  // `path` is there and is not a regular file.
   virtual absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(
       const std::string& path) = 0;
+  // Opens `path` for reading. FAILED_PRECONDITION ("not a regular file"), without blocking and
+  // without reading, when it is a FIFO, a socket, a device or a directory.
   virtual absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
       const std::string& path) = 0;
   // rename(2): atomic; replaces `to` when it is a file or an empty directory.
@@ -73,7 +86,10 @@ class Env {
   virtual absl::StatusOr<uint64_t> FreeBytes(const std::string& path) = 0;
 
   // Conveniences over the operations above (not overridden by fault injection).
-  absl::StatusOr<std::string> ReadFile(const std::string& path);
+  // The whole file; DATA_LOSS naming it, before anything is allocated, when it has more than
+  // `max_bytes` (a file to be read whole is small: a manifest, LATEST, OWNER).
+  absl::StatusOr<std::string> ReadFile(const std::string& path,
+                                       uint64_t max_bytes = kMaxWholeFileBytes);
   // Writes `data` to `path` and syncs it (not atomic; see commit.cc for the atomic pattern).
   absl::Status WriteFile(const std::string& path, std::string_view data);
   bool Exists(const std::string& path);

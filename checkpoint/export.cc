@@ -6,6 +6,7 @@
 #include <set>
 
 #include "absl/strings/str_format.h"
+#include "checkpoint/manifest_check.h"
 #include "checkpoint/state_source.h"
 
 namespace herd::checkpoint {
@@ -13,18 +14,28 @@ namespace {
 
 constexpr std::string_view kParamPrefix = "param/";
 
+absl::Status NotWhole(const CheckpointReader& reader, const std::string& name, int64_t held,
+                      int64_t total) {
+  return absl::DataLossError(
+      absl::StrFormat("checkpoint %s: %s is a tensor of %d elements, but its files hold %d of them",
+                      reader.path(), name, total, held));
+}
+
 // A tensor of `total` elements assembled from the extents of every process that holds part
 // of `name` (a parameter server's shards each hold a range).
 absl::StatusOr<std::vector<float>> Assemble(const CheckpointReader& reader, const std::string& name,
                                             int64_t total) {
+  // Allocated only for what the files can fill.
+  if (const int64_t held = reader.ElementsHeld("", name); held < total) {
+    return NotWhole(reader, name, held, total);
+  }
   std::vector<float> out(static_cast<size_t>(total));
   std::vector<bool> have(static_cast<size_t>(total), false);
   for (const std::string& process : reader.processes()) {
     if (!reader.Has(process, name)) continue;
-    auto state = reader.ReadProcess(process);
-    if (!state.ok()) return state.status();
-    for (const Extent& e : state->extents) {
-      if (e.name != name) continue;
+    auto extents = reader.ReadExtents(process, name);  // this tensor's only
+    if (!extents.ok()) return extents.status();
+    for (const Extent& e : *extents) {
       if (e.dtype != DType::kFloat32 || e.total != total) {
         return absl::FailedPreconditionError(
             absl::StrFormat("%s of %s is %s of %d elements, expected fp32 of %d", name, process,
@@ -78,6 +89,14 @@ absl::StatusOr<std::vector<ModelTensor>> ModelParameters(const CheckpointReader&
     ModelTensor t;
     t.name = tensor;
     const std::string name = std::string(kParamPrefix) + tensor;
+    // Nothing is allocated for a tensor before the files are known to hold it: a manifest
+    // re-signed to claim 2^40 elements is refused here, not by std::bad_alloc.
+    std::string first_worker;
+    for (int r = 0; r < reader.workers() && first_worker.empty(); ++r) {
+      if (reader.Has(WorkerProcess(r), name)) first_worker = WorkerProcess(r);
+    }
+    const int64_t held = reader.ElementsHeld(first_worker, name);  // "": every process's
+    if (held < total->second) return NotWhole(reader, name, held, total->second);
     t.values.resize(static_cast<size_t>(total->second));
     absl::Status s = ReadReplicated(reader, name, total->second, 0, t.values);
     if (absl::IsNotFound(s)) {
@@ -89,7 +108,11 @@ absl::StatusOr<std::vector<ModelTensor>> ModelParameters(const CheckpointReader&
     }
     t.shape = shapes[tensor];
     int64_t elements = 1;
-    for (int64_t d : t.shape) elements *= d;
+    for (int64_t d : t.shape) {
+      // Saturating: a shape that overflows is not this tensor's.
+      elements = d <= 0 || elements > kMaxElements / d ? -1 : elements * d;
+      if (elements < 0) break;
+    }
     if (t.shape.empty() || elements != total->second) t.shape = {total->second};
     out.push_back(std::move(t));
   }

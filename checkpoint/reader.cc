@@ -14,14 +14,58 @@ namespace herd::checkpoint {
 
 CheckpointReader::CheckpointReader(Env& env, std::string path,
                                    herd::v1::CheckpointManifest manifest)
-    : env_(env), path_(std::move(path)), manifest_(std::move(manifest)) {}
+    : env_(env), path_(std::move(path)), manifest_(std::move(manifest)) {
+  for (int i = 0; i < manifest_.files_size(); ++i) {
+    const auto& f = manifest_.files(i);
+    file_of_.emplace(f.process(), i);
+    for (int j = 0; j < f.extents_size(); ++j) {
+      extents_of_[{f.process(), f.extents(j).name()}].push_back(j);
+      elements_of_[f.extents(j).name()] += f.extents(j).count();
+    }
+  }
+}
+
+int64_t CheckpointReader::ElementsHeld(std::string_view process, std::string_view name) const {
+  if (process.empty()) {
+    auto it = elements_of_.find(name);
+    return it == elements_of_.end() ? 0 : it->second;
+  }
+  const herd::v1::CheckpointFile* file = FileOf(process);
+  auto it = extents_of_.find(std::make_pair(std::string(process), std::string(name)));
+  if (file == nullptr || it == extents_of_.end()) return 0;
+  int64_t n = 0;
+  for (int j : it->second) n += file->extents(j).count();
+  return n;
+}
+
+absl::StatusOr<std::vector<Extent>> CheckpointReader::ReadExtents(std::string_view process,
+                                                                  std::string_view name) const {
+  std::vector<Extent> out;
+  const herd::v1::CheckpointFile* file = FileOf(process);
+  auto it = extents_of_.find(std::make_pair(std::string(process), std::string(name)));
+  if (file == nullptr || it == extents_of_.end()) return out;
+  for (int j : it->second) {
+    const auto& e = file->extents(j);
+    auto dtype = ParseDType(e.dtype());
+    if (!dtype.ok()) {
+      return absl::DataLossError(absl::StrFormat("%s/%s: extent %s has dtype '%s'", path_,
+                                                 file->file(), DescribeExtent(e), e.dtype()));
+    }
+    auto bytes = ReadExtent(*file, e);
+    if (!bytes.ok()) return bytes.status();
+    out.push_back(Extent{.name = e.name(),
+                         .dtype = *dtype,
+                         .total = e.total(),
+                         .offset = e.offset(),
+                         .bytes = *std::move(bytes)});
+  }
+  return out;
+}
 CheckpointReader::~CheckpointReader() = default;
 
 const herd::v1::CheckpointFile* CheckpointReader::FileOf(std::string_view process) const {
-  for (const auto& f : manifest_.files()) {
-    if (f.process() == process) return &f;
-  }
-  return nullptr;
+  auto it = file_of_.find(process);
+  return it == file_of_.end() ? nullptr : &manifest_.files(it->second);
 }
 
 absl::StatusOr<std::string> CheckpointReader::ReadExtent(
@@ -39,10 +83,7 @@ absl::StatusOr<std::string> CheckpointReader::ReadExtent(
 }
 
 bool CheckpointReader::Has(std::string_view process, std::string_view name) const {
-  const herd::v1::CheckpointFile* file = FileOf(process);
-  if (file == nullptr) return false;
-  return std::any_of(file->extents().begin(), file->extents().end(),
-                     [&](const herd::v1::CheckpointExtent& e) { return e.name() == name; });
+  return extents_of_.count(std::make_pair(std::string(process), std::string(name))) > 0;
 }
 
 absl::Status CheckpointReader::Read(std::string_view process, std::string_view name, int64_t total,
@@ -54,8 +95,8 @@ absl::Status CheckpointReader::Read(std::string_view process, std::string_view n
   }
   const int64_t end = offset + static_cast<int64_t>(out.size());
   int64_t covered = 0;
-  for (const auto& e : file->extents()) {
-    if (e.name() != name) continue;
+  for (int j : extents_of_.at(std::make_pair(std::string(process), std::string(name)))) {
+    const auto& e = file->extents(j);
     if (e.dtype() != DTypeName(DType::kFloat32) || e.total() != total) {
       return absl::FailedPreconditionError(absl::StrFormat(
           "state '%s' of %s in checkpoint %s is %s of %d elements, expected fp32 of %d", name,
@@ -181,6 +222,7 @@ absl::StatusOr<std::unique_ptr<CheckpointReader>> OpenCheckpoint(Env& env,
       return absl::DataLossError(
           absl::StrFormat("%s is missing (%s's state)", name, file.process()));
     }
+    if (!info->is_regular) return RegularFileProblem(env, name);
     if (info->size != static_cast<uint64_t>(file.bytes())) {
       return absl::DataLossError(
           absl::StrFormat("%s: size expected %d bytes, actual %d", name, file.bytes(), info->size));

@@ -9,6 +9,7 @@
 // Thread-safe after opening (const methods only).
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -47,6 +48,14 @@ class CheckpointReader : public StateSource {
   // Every extent and value of `process`, read and checked (any dtype). NOT_FOUND for an
   // unknown process.
   absl::StatusOr<ProcessState> ReadProcess(std::string_view process) const;
+  // The extents of state `name` that `process` holds, read and checked (any dtype; none when
+  // it holds none).
+  absl::StatusOr<std::vector<Extent>> ReadExtents(std::string_view process,
+                                                  std::string_view name) const;
+  // Elements of state `name` that `process` holds ("": every process together), from the
+  // manifest: no element is counted twice within a file (manifest_check.h), so this is bounded
+  // by the files' real sizes.
+  int64_t ElementsHeld(std::string_view process, std::string_view name) const;
 
   // OK when `layout` (the model resumed into) has the tensors of the checkpoint's layout, in
   // the same order with the same element counts (and shapes and dtypes where both name them);
@@ -64,6 +73,12 @@ class CheckpointReader : public StateSource {
   Env& env_;
   std::string path_;
   herd::v1::CheckpointManifest manifest_;
+  // Process -> its file's index in the manifest, and (process, state name) -> the indices of
+  // its extents: readers look processes up by rank and tensors by name, many times over, and a
+  // manifest may list millions of extents.
+  std::map<std::string, int, std::less<>> file_of_;
+  std::map<std::pair<std::string, std::string>, std::vector<int>, std::less<>> extents_of_;
+  std::map<std::string, int64_t, std::less<>> elements_of_;  // state name -> every process's
   std::vector<std::string> skipped_;
 };
 

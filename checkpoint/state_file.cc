@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "checkpoint/checksum.h"
 #include "checkpoint/commit.h"
+#include "checkpoint/manifest_check.h"
 #include "common/dtype.h"
 
 namespace herd::checkpoint {
@@ -39,8 +40,13 @@ absl::Status CheckExtent(const ProcessState& state, const Extent& e) {
 }  // namespace
 
 std::string DescribeExtent(const herd::v1::CheckpointExtent& e) {
-  return absl::StrFormat("'%s' [%d, %d) at bytes [%d, %d)", e.name(), e.offset(),
-                         e.offset() + e.count(), e.byte_offset(), e.byte_offset() + e.bytes());
+  // In unsigned arithmetic: a hostile record's values must not overflow even its message.
+  auto end = [](int64_t a, int64_t b) {
+    return static_cast<uint64_t>(a) + static_cast<uint64_t>(b);
+  };
+  return absl::StrFormat("'%s' [%d, %d) at bytes [%d, %d)", e.name().substr(0, 160), e.offset(),
+                         end(e.offset(), e.count()), e.byte_offset(),
+                         end(e.byte_offset(), e.bytes()));
 }
 
 int64_t StateFileBytes(const ProcessState& state) {
@@ -115,7 +121,8 @@ absl::StatusOr<herd::v1::CheckpointFile> WriteStateFileAt(Env& env, const std::s
 absl::StatusOr<std::string> ReadExtent(const RandomAccessFile& reader, const std::string& path,
                                        const herd::v1::CheckpointExtent& e) {
   if (e.byte_offset() < 0 || e.bytes() < 0 ||
-      static_cast<uint64_t>(e.byte_offset() + e.bytes()) > reader.size()) {
+      static_cast<uint64_t>(e.byte_offset()) > reader.size() ||
+      static_cast<uint64_t>(e.bytes()) > reader.size() - static_cast<uint64_t>(e.byte_offset())) {
     return absl::DataLossError(
         absl::StrFormat("%s: extent %s lies past the end of the file (%d bytes)", path,
                         DescribeExtent(e), reader.size()));
@@ -152,10 +159,14 @@ absl::Status VerifyStateFile(Env& env, const std::string& checkpoint_path,
   std::vector<const herd::v1::CheckpointExtent*> extents;
   for (const auto& e : file.extents()) {
     auto dtype = ParseDType(e.dtype());
-    const bool fits = e.byte_offset() >= kStateHeaderBytes && e.bytes() >= 0 &&
-                      e.byte_offset() + e.bytes() <= file.bytes() && dtype.ok() &&
-                      e.bytes() == e.count() * static_cast<int64_t>(DTypeSize(*dtype)) &&
-                      e.offset() >= 0 && e.offset() + e.count() <= e.total();
+    // Written so that nothing overflows whatever the record says (CheckManifest checked it
+    // too, for every reader).
+    const bool fits =
+        e.byte_offset() >= kStateHeaderBytes && e.bytes() >= 0 && e.byte_offset() <= file.bytes() &&
+        e.bytes() <= file.bytes() - e.byte_offset() && dtype.ok() && e.count() >= 0 &&
+        e.count() <= kMaxElements &&
+        e.bytes() == e.count() * static_cast<int64_t>(DTypeSize(*dtype)) && e.offset() >= 0 &&
+        e.total() <= kMaxElements && e.offset() <= e.total() && e.count() <= e.total() - e.offset();
     if (!fits) {
       return absl::DataLossError(
           absl::StrFormat("%s: extent %s (%s, %d of %d elements) does not fit the file", path,

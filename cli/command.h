@@ -22,6 +22,9 @@ inline constexpr int kExitUsage = 2;
 // A worker or shard whose job ended without completing (FAILED elsewhere, or CANCELLED): its
 // own restart cannot help, so a pod failure policy fails the Kubernetes Job at once as well.
 inline constexpr int kExitJobEnded = 3;
+// `herd local`: the job completed, but its final checkpoint (of a job with a checkpoint
+// directory) did not commit: the trained state is not on disk.
+inline constexpr int kExitCheckpointFailed = 4;
 
 class Command {
  public:

@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "cli/command.h"
+#include "cli/job_file.h"
 #include "cli/mode_options.h"
 #include "plan/modes.h"
 #include "proto/rpc/grpc_support.h"
@@ -439,7 +440,7 @@ class JobCommand : public Command {
   // The file read and checked with the scheduler's own rules, offline; the spec as read (the
   // scheduler fills in the defaults itself). A later scheduler-side refusal is still possible.
   static absl::StatusOr<herd::v1::JobSpec> LoadValidSpec(const std::string& file) {
-    auto spec = scheduler::LoadJobSpecFile(file);
+    auto spec = LoadOneJobSpecFile(file);
     if (!spec.ok()) return spec.status();
     auto normalized = scheduler::NormalizeJobSpec(*spec);
     if (!normalized.ok()) return normalized.status();
@@ -451,7 +452,7 @@ class JobCommand : public Command {
   // checkpoint, a name already taken, the quotas of held jobs) is checked at submission only.
   // A spec that fails is a configuration error (exit 2): submitting it again cannot succeed.
   int ValidateFile(const std::string& file) {
-    auto spec = scheduler::LoadJobSpecFile(file);
+    auto spec = LoadOneJobSpecFile(file);
     if (!spec.ok()) return FailUsage(spec.status());
     auto normalized = scheduler::NormalizeJobSpec(*spec);
     if (!normalized.ok()) return FailUsage(normalized.status());

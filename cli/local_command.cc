@@ -44,6 +44,7 @@
 #include "scheduler/client/job_wait.h"
 #include "scheduler/client/scheduler_client.h"
 #include "scheduler/scheduler_core.h"
+#include "worker/data/epoch_order.h"
 #include "worker/torch/torch_trainable.h"
 
 namespace herd::cli {
@@ -742,6 +743,26 @@ class LocalCommand final : public Command {
           absl::StrFormat("every process exited, but the scheduler has job %s %s", job_,
                           std::string(scheduler::JobStateName(job->state())))));
     }
+    // Resumed where nothing is left to train: said in every output mode. From a checkpoint
+    // past this job's end (another job's, or of more epochs or samples) that is an error: no
+    // one resumes to train nothing.
+    if (job->has_resumed() && job->result().iterations() == 0) {
+      const int64_t from = job->resumed().iteration();
+      const int64_t whole = WholeJobIterations(job->spec());
+      if (whole > 0 && from > whole) {
+        return Fail(absl::FailedPreconditionError(absl::StrFormat(
+            "job %s resumed from %s at iteration %d, past its end: this job has %d iterations "
+            "(%d epoch(s) of %d batches of %d x %d samples), so nothing was trained. Resume with "
+            "more --epochs or --train-samples, or from an earlier checkpoint",
+            job_, job->resumed().path(), from, whole, epochs_, whole / std::max(epochs_, 1),
+            job->spec().workers(), batch_size_)));
+      }
+      std::fprintf(stderr,
+                   "herd local: job %s: nothing left to train: resumed from %s at iteration %lld, "
+                   "the end of the job (its final checkpoint)\n",
+                   job_.c_str(), job->resumed().path().c_str(), static_cast<long long>(from));
+    }
+    const int code = FinalCheckpointCode(*job);
     const auto& r = job->result();
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
@@ -772,15 +793,11 @@ class LocalCommand final : public Command {
                          : job->last_checkpoint().dir() + "/" + job->last_checkpoint().id())
               .c_str(),
           extra.c_str());
-      return kExitOk;
+      return code;
     }
     if (modes.empty() && job->has_resumed()) {
-      // Resumed from the job's final checkpoint: every planned iteration was already done.
-      std::printf(
-          "job %s: nothing left to train: resumed from %s at iteration %lld, the end of "
-          "the job\n",
-          job_.c_str(), job->resumed().path().c_str(),
-          static_cast<long long>(job->resumed().iteration()));
+      // Resumed from the job's final checkpoint: every planned iteration was already done
+      // (said on stderr above).
     } else if (command_.empty()) {
       std::printf("job %s: %s, %d worker(s), %d epoch(s), %lld iterations: %s\n", job_.c_str(),
                   model_.c_str(), workers_, epochs_, static_cast<long long>(r.iterations()),
@@ -803,7 +820,44 @@ class LocalCommand final : public Command {
       std::printf("no test accuracy reported, %.0f samples/s, %.1f s\n", r.samples_per_second(),
                   wall);
     }
-    return kExitOk;
+    return code;
+  }
+
+  // The iterations of the whole job from its start, for the built-in models (0: unknown, a
+  // program's own): epochs x the global batches of --train-samples (all 60000 by default).
+  int64_t WholeJobIterations(const herd::v1::JobSpec& spec) const {
+    if (!command_.empty()) return 0;
+    constexpr int64_t kTrainingSet = 60000;  // Fashion-MNIST's training images
+    const int64_t samples =
+        train_samples_ > 0 ? std::min(train_samples_, kTrainingSet) : kTrainingSet;
+    return worker::IterationsLeft(worker::DataPosition{}, samples, spec.workers(), batch_size_,
+                                  epochs_);
+  }
+
+  // kExitCheckpointFailed, saying why on stderr, when the completed job has a checkpoint
+  // directory and its final checkpoint did not commit (the trained state is not on disk; the
+  // last committed one, if any, is older); kExitOk otherwise.
+  int FinalCheckpointCode(const herd::v1::JobStatus& job) const {
+    if (job.spec().checkpoint().dir().empty()) return kExitOk;
+    const int64_t planned = job.planned_iterations();
+    const int64_t start = job.has_resumed() ? job.resumed().iteration() : 0;
+    if (planned <= 0 || start >= planned) return kExitOk;  // nothing to save: resumed at the end
+    if (!job.last_checkpoint().id().empty() && job.last_checkpoint().iteration() >= planned) {
+      return kExitOk;
+    }
+    const auto& failed = job.failed_checkpoint();
+    const std::string why =
+        !failed.id().empty() && failed.iteration() >= planned
+            ? absl::StrFormat("checkpoint %s failed: %s", failed.id(), failed.error())
+            : std::string("no final checkpoint committed");
+    std::fprintf(stderr,
+                 "herd local: job %s completed, but its final checkpoint did not: %s; the trained "
+                 "state is not on disk (the last committed checkpoint: %s)\n",
+                 job_.c_str(), why.c_str(),
+                 job.last_checkpoint().id().empty()
+                     ? "none"
+                     : (job.last_checkpoint().dir() + "/" + job.last_checkpoint().id()).c_str());
+    return kExitCheckpointFailed;
   }
 
   // "dear (iterations 0-199), ps_sync (200-936)": every mode the job ran, with its iterations.

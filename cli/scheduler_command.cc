@@ -13,6 +13,7 @@
 #include "common/logging.h"
 #include "metrics/endpoint.h"
 #include "proto/rpc/grpc_support.h"
+#include "scheduler/job_spec.h"
 #include "scheduler/scheduler_core.h"
 #include "scheduler/service.h"
 
@@ -47,6 +48,11 @@ class SchedulerCommand : public Command {
         ->envname("HERD_METRICS_LISTEN");
     app.add_option("--port-file", port_file_,
                    "Write the bound port to this file once serving (for scripts and tests)");
+    app.add_option("--max-shard-state-bytes", max_shard_state_bytes_,
+                   "Refuse a job (or a switch to a ps_* mode) whose shard map gives one shard "
+                   "more state than this (bytes; suffixes KiB, MiB, GiB, TiB)")
+        ->transform(CLI::AsSizeValue(false))
+        ->capture_default_str();
     app.add_flag("--accept-data-loss", accept_data_loss_,
                  "Open a --state whose write-ahead log is damaged at its last consistent point "
                  "(acknowledged changes after the damage are lost) instead of refusing it, and "
@@ -81,6 +87,7 @@ class SchedulerCommand : public Command {
   }
 
   int Run() override {
+    scheduler::SetMaxShardStateBytes(static_cast<int64_t>(max_shard_state_bytes_));
     if (!token_file_.empty()) {
       auto token = rpc::ReadTokenFile(token_file_);
       if (!token.ok()) return Fail(token.status());
@@ -135,6 +142,7 @@ class SchedulerCommand : public Command {
   scheduler::ServerOptions server_;
   std::string state_dir_;
   bool accept_data_loss_ = false;
+  uint64_t max_shard_state_bytes_ = scheduler::kDefaultMaxShardStateBytes;
   std::string heartbeat_timeout_ = "10s";
   absl::Duration heartbeat_timeout_parsed_;
   std::string horizon_ahead_ = "1s";

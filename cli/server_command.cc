@@ -3,6 +3,7 @@
 // runs the shard until its job ends (exit 0 when it completed) or SIGINT/SIGTERM (exit 0).
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <string>
@@ -13,9 +14,17 @@
 #include "proto/rpc/grpc_support.h"
 #include "scheduler/client/job_wait.h"
 #include "server/runtime.h"
+#include "server/shard_memory.h"
+#include "server/shard_name.h"
 
 namespace herd::cli {
 namespace {
+
+std::string HostName() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+  return buf;
+}
 
 class ServerCommand : public Command {
  public:
@@ -86,6 +95,12 @@ class ServerCommand : public Command {
                    "message before the shard ends it (frees its thread)")
         ->check(CLI::Range(0.001, 3600.0))
         ->capture_default_str();
+    app.add_option("--max-state-bytes", max_state_bytes_,
+                   "Refuse a key range whose state needs more than this (bytes; suffixes KiB, "
+                   "MiB, GiB, TiB; 0: what this process can have: the machine's memory, its "
+                   "cgroup's limit and its address-space limit)")
+        ->transform(CLI::AsSizeValue(false))
+        ->capture_default_str();
     app.add_option("--register-timeout", register_timeout_s_,
                    "Seconds to keep trying to register (a restarted shard waits for the "
                    "scheduler to declare its previous instance dead)")
@@ -140,6 +155,10 @@ class ServerCommand : public Command {
       if (!endpoint.ok()) return Fail(endpoint.status());
       Log().info("server: metrics at {}", (*endpoint)->url());
     }
+    server::SetMaxStateBytes(static_cast<int64_t>(max_state_bytes_));
+    // Named here, so that a state path with a space or a long one still gives a valid name.
+    if (options_.name.empty())
+      options_.name = server::DefaultShardName(HostName(), options_.state_dir);
     const absl::Status st = server::RunShard(std::move(options_));
     return st.ok() ? kExitOk : Fail(st);
   }
@@ -162,6 +181,7 @@ class ServerCommand : public Command {
   std::string preempt_grace_ = "60s";
   int register_timeout_s_ = 60;
   double stream_idle_s_ = 30;
+  uint64_t max_state_bytes_ = 0;
 };
 
 HERD_REGISTER_COMMAND(ServerCommand, "server", 15,

@@ -8,8 +8,9 @@
 // names gets the state-file bytes. With flags bit 1 set, the harness first re-parses the
 // payload and sets every extent's and file's checksum to that of the bytes it describes, so
 // inputs reach what lies behind the checksums (ranges, dtypes, counts). Whatever the bytes,
-// OpenCheckpoint and the reads that follow answer a status and never crash or read outside
-// the files.
+// VerifyCheckpoint, OpenCheckpoint and the reads that follow (the export's ModelParameters
+// too) answer a status and never crash, read outside the files or allocate beyond what they
+// hold.
 
 #include <cstdint>
 #include <cstdlib>
@@ -19,6 +20,7 @@
 #include "checkpoint/catalog.h"
 #include "checkpoint/checksum.h"
 #include "checkpoint/env.h"
+#include "checkpoint/export.h"
 #include "checkpoint/manifest_file.h"
 #include "checkpoint/reader.h"
 #include "common/temp_dir.h"
@@ -59,6 +61,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (flags & 2) {
     herd::v1::CheckpointManifest m;
     if (m.ParseFromString(payload)) {
+      // The id and iteration a reader checks first (manifest_check.h), so the rest is reached.
+      m.set_id("it-00000001");
+      m.set_iteration(1);
       FixChecksums(m, body);
       payload = m.SerializeAsString();
     }
@@ -78,6 +83,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)env.WriteFile(ck::JoinPath(path, file.file()), body);
     }
   }
+  (void)ck::VerifyCheckpoint(env, path);
   auto reader = ck::OpenCheckpoint(env, path);
   if (!reader.ok()) return 0;
   for (const std::string& process : (*reader)->processes()) {
@@ -85,5 +91,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)state;
   }
   (void)(*reader)->CheckLayout({});
+  // What `herd checkpoint export` does with it: never an allocation beyond what the files hold.
+  (void)ck::ModelParameters(**reader);
   return 0;
 }

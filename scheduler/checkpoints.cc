@@ -19,8 +19,10 @@
 #include "checkpoint/checkpoint_id.h"
 #include "checkpoint/commit.h"
 #include "checkpoint/env.h"
+#include "checkpoint/owner.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "scheduler/job_spec.h"
 #include "scheduler/plan_builder.h"
 #include "scheduler/scheduler_core.h"
 
@@ -42,6 +44,11 @@ int64_t NowUnixMs() {
 std::string ShardProcess(int shard) { return absl::StrFormat("shard-%d", shard); }
 std::string WorkerProcessName(int rank) { return absl::StrFormat("worker-%d", rank); }
 
+// The run a job's checkpoints belong to (checkpoint/owner.h): one submission of the job.
+std::string RunId(const JobStatus& s) {
+  return absl::StrFormat("%s@%d", s.spec().name(), s.submitted_unix_ms());
+}
+
 int64_t TimeoutMs(const JobStatus& s) {
   const int64_t t = s.spec().checkpoint().timeout_ms();
   return t > 0 ? t : kDefaultTimeoutMs;
@@ -51,6 +58,7 @@ int64_t TimeoutMs(const JobStatus& s) {
 herd::v1::CheckpointManifest Manifest(const JobStatus& s, const CheckpointRecord& c) {
   herd::v1::CheckpointManifest m;
   m.set_job(s.spec().name());
+  m.set_run(RunId(s));
   m.set_id(c.id());
   m.set_iteration(c.iteration());
   m.set_mode(ModeAt(s, c.iteration()).mode());
@@ -80,6 +88,9 @@ herd::v1::CheckpointManifest Manifest(const JobStatus& s, const CheckpointRecord
 }
 
 }  // namespace
+
+// Where the job resumes (JobStatus.resumed), from its spec's resume_from.
+static absl::Status ResolveResumePoint(JobStatus& status);
 
 void SchedulerCore::AbortCheckpoint(JobStatus& next, std::string why) {
   if (next.pending_checkpoint().id().empty()) return;
@@ -111,6 +122,11 @@ bool SchedulerCore::PolicyWantsCheckpoint(const JobStatus& s, int64_t iteration)
   const int64_t start = s.has_resumed() ? s.resumed().iteration() : 0;
   // Not at the job's first iteration: that state is the submitted (or resumed) one.
   if (iteration <= start) return false;
+  // Not again at a cut this run committed already (an elastic job reruns iterations after a
+  // death): its id is taken.
+  if (!s.last_checkpoint().id().empty() && iteration <= s.last_checkpoint().iteration()) {
+    return false;
+  }
   // The job's end: its final state (the workers ask for the plan after the last iteration).
   if (s.planned_iterations() > 0 && iteration == s.planned_iterations()) return true;
   if (policy.every_iterations() > 0 && iteration % policy.every_iterations() == 0) return true;
@@ -159,6 +175,10 @@ absl::StatusOr<CheckpointRecord> SchedulerCore::RequestCheckpoint(
                         req.job(), JobStateName(s.state())));
   }
   const std::string dir = req.dir().empty() ? s.spec().checkpoint().dir() : req.dir();
+  if (!req.dir().empty()) {
+    HERD_RETURN_IF_ERROR(CheckCheckpointPath(
+        absl::StrFormat("job '%s': the checkpoint directory", req.job()), req.dir()));
+  }
   if (dir.empty()) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "job '%s' has no checkpoint directory: give one (--dir DIR), or submit the job with "
@@ -286,12 +306,15 @@ absl::StatusOr<herd::v1::ReportCheckpointResponse> SchedulerCore::TakeCheckpoint
   const herd::v1::CheckpointManifest manifest = Manifest(next, record);
   const herd::v1::CheckpointPolicy policy = next.spec().checkpoint();
   const std::string name = req.job();
+  const std::string resumed_from = next.has_resumed() ? next.resumed().path() : std::string();
   lock.unlock();
   checkpoint::Env& env = checkpoint::PosixEnv();
-  absl::Status committed = checkpoint::Commit(env, record.dir(), manifest);
+  // As the directory's owner (checkpoint/owner.h): never into a directory another run commits
+  // into, and retiring only this run's own checkpoints.
+  absl::Status committed = checkpoint::CommitAsOwner(env, record.dir(), manifest, resumed_from);
   if (committed.ok()) {
-    if (auto st =
-            checkpoint::ApplyRetention(env, record.dir(), policy.keep_last(), policy.keep_every());
+    if (auto st = checkpoint::ApplyRetention(env, record.dir(), policy.keep_last(),
+                                             policy.keep_every(), manifest.run());
         !st.ok()) {
       Log().warn("scheduler: job '{}': retention in {}: {}", name, record.dir(), st.ToString());
     }
@@ -378,6 +401,23 @@ void SchedulerCore::ExpireCheckpoints() {
 }
 
 absl::Status SchedulerCore::ResolveResume(JobStatus& status) {
+  HERD_RETURN_IF_ERROR(ResolveResumePoint(status));
+  // The checkpoint directory must be free for this run, or be the lineage it continues
+  // (checkpoint/owner.h): a new run never mixes its checkpoints with another's.
+  const std::string& dir = status.spec().checkpoint().dir();
+  if (dir.empty()) return absl::OkStatus();
+  absl::Status free =
+      checkpoint::CheckNewRun(checkpoint::PosixEnv(), dir, status.spec().name(),
+                              status.has_resumed() ? status.resumed().path() : std::string(),
+                              status.has_resumed() ? status.resumed().iteration() : 0);
+  if (!free.ok()) {
+    return absl::Status(free.code(), absl::StrFormat("cannot submit job '%s': %s",
+                                                     status.spec().name(), free.message()));
+  }
+  return absl::OkStatus();
+}
+
+static absl::Status ResolveResumePoint(JobStatus& status) {
   const std::string& from = status.spec().resume_from();
   if (from.empty()) return absl::OkStatus();
   checkpoint::Env& env = checkpoint::PosixEnv();

@@ -1,12 +1,16 @@
 #include "scheduler/job_spec.h"
 
 #include <algorithm>
+#include <atomic>
+#include <filesystem>
 #include <set>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "common/dtype.h"
 #include "common/status.h"
 #include "plan/modes.h"
+#include "plan/shard_map.h"
 #include "plan/topology.h"
 #include "scheduler/bounds.h"
 #include "scheduler/elastic_spec.h"
@@ -48,7 +52,78 @@ bool Sets(const ModeSpec& in, plan::Param p) {
   return false;
 }
 
+std::atomic<int64_t> g_max_shard_state_bytes{kDefaultMaxShardStateBytes};
+
+// RESOURCE_EXHAUSTED when the fullest shard of `spec` in ps_* mode `mode` holds more state than
+// the limit.
+absl::Status CheckShardState(const JobSpec& spec, std::string_view mode) {
+  int shard = 0;
+  const int64_t need = ShardStateBytes(spec, mode, &shard);
+  const int64_t limit = MaxShardStateBytes();
+  if (need <= limit) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "job '%s' in mode %s gives shard %d of its %d servers %d bytes of state (%.1f GiB: "
+      "parameters, optimizer slots and round buffers), more than the %d bytes one shard may "
+      "hold (herd scheduler --max-shard-state-bytes); use more servers, or a larger limit where "
+      "the shards have the memory",
+      spec.name(), mode, shard, spec.servers(), need, need / 1073741824.0, limit));
+}
+
 }  // namespace
+
+void SetMaxShardStateBytes(int64_t bytes) {
+  g_max_shard_state_bytes.store(bytes > 0 ? bytes : kDefaultMaxShardStateBytes);
+}
+
+int64_t MaxShardStateBytes() { return g_max_shard_state_bytes.load(); }
+
+int64_t ShardStateBytes(const JobSpec& spec, std::string_view mode, int* shard) {
+  const plan::ModeInfo* m = plan::FindMode(mode);
+  if (m == nullptr || m->server_engine == plan::ServerEngine::kNone || spec.servers() < 1) {
+    return 0;
+  }
+  const std::string& opt = spec.optimizer().name();
+  int64_t per_element = 1 + (opt == "momentum" ? 1 : opt == "adam" ? 2 : 0);
+  if (m->server_engine != plan::ServerEngine::kAsync) per_element += 1;             // accumulator
+  if (m->server_engine == plan::ServerEngine::kErrorCompensated) per_element += 1;  // residual
+  std::vector<plan::TensorLayout> layout;
+  for (const auto& t : spec.tensors()) {
+    int64_t elements = 1;
+    for (int64_t d : t.shape()) elements *= d;  // bounded by NormalizeJobSpec
+    auto dt = ParseDType(t.dtype());
+    layout.push_back({elements, dt.ok() ? static_cast<int64_t>(DTypeSize(*dt)) : 1});
+  }
+  std::vector<int64_t> elements(static_cast<size_t>(spec.servers()), 0);
+  for (const auto& c : plan::ShardMap(layout, spec.chunk_bytes(), spec.servers())) {
+    elements[static_cast<size_t>(c.server)] += c.count;
+  }
+  const auto fullest = std::max_element(elements.begin(), elements.end());
+  if (shard != nullptr) *shard = static_cast<int>(fullest - elements.begin());
+  // <= 2^40 elements of a model times <= 5: no overflow.
+  return *fullest * per_element * static_cast<int64_t>(sizeof(float));
+}
+
+absl::Status CheckCheckpointPath(std::string_view what, std::string_view path) {
+  if (path.find('\0') != std::string_view::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s holds a NUL byte (at %d): no file name can", what, path.find('\0')));
+  }
+  if (path.empty() || path.front() != '/') {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s '%s' is not an absolute path: the scheduler and every process of the job resolve it, "
+        "each in its own working directory; give an absolute path",
+        what, Echo(path)));
+  }
+  const std::string normal = std::filesystem::path(path).lexically_normal().string();
+  for (std::string_view pseudo : {"/proc", "/sys", "/dev"}) {
+    if (normal == pseudo || normal.starts_with(std::string(pseudo) + "/")) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s '%s' is on %s, a pseudo file system that cannot hold checkpoints",
+                          what, Echo(path), pseudo));
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::Status ValidateJobName(std::string_view name) {
   auto ok_char = [](char c) {
@@ -136,6 +211,10 @@ absl::StatusOr<ModeSpec> NormalizeMode(const ModeSpec& in, const JobSpec& spec) 
     return absl::FailedPreconditionError(
         absl::StrFormat("mode '%s' needs parameter servers; job '%s' has none (servers: 0)",
                         in.mode(), spec.name()));
+  }
+  // Memory the job asks for is memory a shard must have: checked against the shard map.
+  if (m->server_engine != plan::ServerEngine::kNone) {
+    HERD_RETURN_IF_ERROR(CheckShardState(spec, in.mode()));
   }
   if (m->floating_only) {
     for (const auto& t : spec.tensors()) {
@@ -312,6 +391,14 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& in) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "job '%s': checkpoint and resume paths have at most 4096 bytes", in.name()));
   }
+  if (!ckpt.dir().empty()) {
+    HERD_RETURN_IF_ERROR(
+        CheckCheckpointPath(absl::StrFormat("job '%s': checkpoint.dir", in.name()), ckpt.dir()));
+  }
+  if (!in.resume_from().empty()) {
+    HERD_RETURN_IF_ERROR(
+        CheckCheckpointPath(absl::StrFormat("job '%s': resume_from", in.name()), in.resume_from()));
+  }
 
   if (!in.has_mode() || in.mode().mode().empty()) {
     return absl::InvalidArgumentError(
@@ -319,10 +406,21 @@ absl::StatusOr<JobSpec> NormalizeJobSpec(const JobSpec& in) {
   }
   auto mode = NormalizeMode(in.mode(), out);
   if (!mode.ok()) {
-    // At submission every inconsistency is in the spec itself.
+    // At submission every inconsistency is in the spec itself; a quota stays a quota.
+    if (absl::IsResourceExhausted(mode.status())) return mode.status();
     return absl::InvalidArgumentError(std::string(mode.status().message()));
   }
   *out.mutable_mode() = *mode;
+  // A mode that takes no newcomer never grows: a max_workers above workers would never apply.
+  const plan::ModeInfo* info = plan::FindMode(mode->mode());
+  if (out.has_elastic() && info != nullptr && info->takes_no_newcomer &&
+      out.elastic().max_workers() > out.workers()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "job '%s': elastic max_workers %d is above workers (%d), but mode %s never grows (a "
+        "round sums the pushes of the workers the job started with); set max_workers to %d or "
+        "leave it out",
+        in.name(), out.elastic().max_workers(), out.workers(), mode->mode(), out.workers()));
+  }
   return out;
 }
 

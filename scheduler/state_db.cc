@@ -51,6 +51,12 @@ absl::StatusOr<std::unique_ptr<StateDb>> StateDb::Open(const std::string& dir, O
   o.db_options.max_background_jobs = 1;
   o.db_options.keep_log_file_num = 2;
   o.accept_data_loss = options.accept_data_loss;
+  // A log whose last record is incomplete (the scheduler killed while a write was cut short,
+  // on a full disk the write it refused) opens without it: that write was never acknowledged.
+  // Whether the record was one a process had heard about is for the witnesses to say
+  // (state_sequence.h): the state sequence of every acknowledged write reached a process of the
+  // job, and a process that heard a number the recovered state lacks refuses it (witness.cc).
+  o.drop_torn_last_record = true;
   o.file_system = std::move(options.file_system);
   auto db = storage::Database::Open(std::move(o));
   if (!db.ok()) return db.status();

@@ -24,6 +24,8 @@ packages=(
   # Prometheus metrics of every process (metrics/), the Prometheus server the metrics test
   # scrapes them with, and gnuplot for `herd plot`
   prometheus-cpp-dev prometheus gnuplot-nox
+  # the metrics endpoint's HTTP server (metrics/endpoint.cc): connection limits and timeouts
+  libmicrohttpd-dev
   # peers of the collectives benchmark
   libopenmpi-dev openmpi-bin libgloo-dev
   # network namespaces and bandwidth caps of the cluster emulator

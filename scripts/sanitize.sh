@@ -47,7 +47,13 @@ supp=$PWD/scripts/sanitizers
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$supp/lsan.supp:print_suppressions=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp}
+# ignore_noninstrumented_modules: accesses made inside libraries that are not instrumented
+# (Debian's gRPC, abseil, RocksDB, OpenSSL, ...) are not reported; herd's own code still is.
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1:suppressions=$supp/tsan.supp}
+# Instrumented builds of Debian's own gRPC, abseil, protobuf and RocksDB, when
+# scripts/tsan-deps.sh made them: they take the place of the packages' libraries (same names
+# and ABI), so TSan sees their synchronisation too.
+tsan_libs=$PWD/build-tsan/deps/lib
 # UCX's memory hooks (libucm, linked through the transport) patch madvise; a new thread's
 # stack advice then enters a hook before TSan has set the thread up, and the test crashes.
 export UCX_MEM_MMAP_HOOK_MODE=${UCX_MEM_MMAP_HOOK_MODE:-none}
@@ -59,6 +65,10 @@ export HERD_TEST_TIME_SCALE=${HERD_TEST_TIME_SCALE:-4}
 status=0
 for kind in "${kinds[@]}"; do
   dir=build-$kind
+  if [ "$kind" = tsan ] && [ -d "$tsan_libs" ] && [ -n "$(ls -A "$tsan_libs")" ]; then
+    export LD_LIBRARY_PATH=$tsan_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    echo "sanitize.sh: tsan with the instrumented libraries of $tsan_libs" >&2
+  fi
   cmake --preset "$kind" >/dev/null
   if [ $suite -eq 1 ]; then
     "${lock[@]}" cmake --build "$dir" -j2

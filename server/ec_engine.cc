@@ -19,10 +19,11 @@ absl::Status EcEngine::PushLocked(KeyState& ks, const PushArgs& args,
   // its own, and a round it missed would leave it behind the others for good.
   HERD_RETURN_IF_ERROR(CheckReturnedPushLocked(ks, args));
   HERD_RETURN_IF_ERROR(CheckRoundPushLocked(ks, args));
-  // Summed beside the accumulator: the round's last push is taken only once the round is kept.
-  std::vector<float> sum(ks.accum);
-  // DecompressAdd validates the whole payload before it adds anything.
-  if (auto st = compression::DecompressAdd(config_.compressor, args.data, sum); !st.ok()) {
+  // Decoded on its own (DecompressAdd validates the whole payload before it adds anything),
+  // then summed in rank order with the round's others: the same pushes give the same round,
+  // whatever order they came in. The round's last push is taken only once the round is kept.
+  std::vector<float> decoded(static_cast<size_t>(ks.count), 0.0f);
+  if (auto st = compression::DecompressAdd(config_.compressor, args.data, decoded); !st.ok()) {
     return absl::InvalidArgumentError(absl::StrFormat("push for key %s from worker %d: %s",
                                                       KeyName(args.key), args.worker,
                                                       std::string(st.message())));
@@ -31,14 +32,15 @@ absl::Status EcEngine::PushLocked(KeyState& ks, const PushArgs& args,
   CountReturnedLocked(ks, args);
   if (!RoundCompleteWith(ks, args.worker)) {
     if (ks.pushed_count == 0) ks.refused_round = -1;  // a new try of a refused round
-    ks.accum.swap(sum);
+    TakeInRankOrderLocked(ks, args.worker, decoded);
     ks.pushed[args.worker] = true;
     ++ks.pushed_count;
     return absl::OkStatus();
   }
   std::vector<bool> pushers = ks.pushed;
   pushers[args.worker] = true;
-  return CompleteRoundLocked(ks, args.key, std::move(sum), std::move(pushers));
+  return CompleteRoundLocked(ks, args.key, SumInRankOrderLocked(ks, args.worker, decoded),
+                             std::move(pushers));
 }
 
 absl::Status EcEngine::CompleteRoundLocked(KeyState& ks, KeyId key, std::vector<float> sum,
@@ -69,9 +71,7 @@ absl::Status EcEngine::CompleteRoundLocked(KeyState& ks, KeyId key, std::vector<
     st = CommitRoundLocked(ks, key, std::move(next), PushersOf(pushers));
     if (absl::IsUnavailable(st)) return st;  // not written: the round waits for this push again
   }
-  std::fill(ks.accum.begin(), ks.accum.end(), 0.0f);
-  std::fill(ks.pushed.begin(), ks.pushed.end(), false);
-  ks.pushed_count = 0;
+  ClearRoundLocked(ks);
   if (!st.ok()) {
     ks.refused_round = ks.version;
     ks.refused = st;

@@ -45,6 +45,7 @@ Engine::Engine(ShardConfig config, KeyWriter* writer)
     if (config_.mode != Mode::kAsync) {
       ks->accum.assign(n, 0.0f);
       ks->pushed.assign(config_.workers, false);
+      ks->held.resize(config_.workers);
       ks->counted_after_return.assign(config_.workers, 0);
     }
     if (config_.mode == Mode::kEc) {
@@ -56,6 +57,40 @@ Engine::Engine(ShardConfig config, KeyWriter* writer)
     }
     keys_.emplace(key, std::move(ks));
   }
+}
+
+void Engine::TakeInRankOrderLocked(KeyState& ks, int w, std::span<const float> grad) {
+  if (w != ks.folded) {
+    ks.held[w].assign(grad.begin(), grad.end());
+    return;
+  }
+  for (size_t i = 0; i < grad.size(); ++i) ks.accum[i] += grad[i];
+  ++ks.folded;
+  // Ranks that pushed before their turn, now next; a rank that has not pushed stops it.
+  while (ks.folded < config_.workers && !ks.held[ks.folded].empty()) {
+    const std::vector<float>& g = ks.held[ks.folded];
+    for (size_t i = 0; i < g.size(); ++i) ks.accum[i] += g[i];
+    std::vector<float>().swap(ks.held[ks.folded]);
+    ++ks.folded;
+  }
+}
+
+std::vector<float> Engine::SumInRankOrderLocked(const KeyState& ks, int last_worker,
+                                                std::span<const float> last) const {
+  std::vector<float> sum(ks.accum);
+  for (int r = ks.folded; r < config_.workers; ++r) {
+    const std::span<const float> g = r == last_worker ? last : std::span<const float>(ks.held[r]);
+    for (size_t i = 0; i < g.size(); ++i) sum[i] += g[i];
+  }
+  return sum;
+}
+
+void Engine::ClearRoundLocked(KeyState& ks) {
+  std::fill(ks.accum.begin(), ks.accum.end(), 0.0f);
+  std::fill(ks.pushed.begin(), ks.pushed.end(), false);
+  ks.pushed_count = 0;
+  ks.folded = 0;
+  for (auto& h : ks.held) std::vector<float>().swap(h);
 }
 
 absl::Status Engine::Usable() const {

@@ -40,6 +40,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -188,10 +189,16 @@ class Engine {
     bool initialized = false;
     int64_t version = 0;
     std::vector<float> params, slot0, slot1;
-    // ps_sync / ps_ec: the round being collected.
+    // ps_sync / ps_ec: the round being collected, summed in rank order whatever order the
+    // pushes arrive in (so a round's sum, and a run, is the same every time): `accum` holds
+    // the sum of the pushes of ranks [0, folded) that pushed (in order); a push of a rank
+    // beyond waits in `held` (its gradient, decoded) for its turn, or for the round's end, where
+    // the rest is added in rank order (SumInRankOrder).
     std::vector<float> accum;
     std::vector<bool> pushed;
     int pushed_count = 0;
+    int folded = 0;
+    std::vector<std::vector<float>> held;
     double round_learning_rate = 0;  // ps_sync: the round's pushes' (0: the job's)
     // ps_sync / ps_ec, per worker: the return (ReturnsOf) after which the key's rounds count it (0
     // for a worker that never died). Behind ReturnsOf while a returned worker is not yet announced.
@@ -223,6 +230,17 @@ class Engine {
   };
 
   Engine(ShardConfig config, KeyWriter* writer);
+
+  // ps_sync / ps_ec, with the key locked: takes worker `w`'s accepted push `grad` into the
+  // round (added to accum when every lower rank that pushed is in it, held otherwise), and adds
+  // any held push whose turn came.
+  void TakeInRankOrderLocked(KeyState& ks, int w, std::span<const float> grad);
+  // The round's sum: accum plus the held pushes and `last` (of worker `last_worker`, -1: none),
+  // added in rank order. The key is unchanged.
+  std::vector<float> SumInRankOrderLocked(const KeyState& ks, int last_worker,
+                                          std::span<const float> last) const;
+  // Empties the round (after it completed or was refused).
+  void ClearRoundLocked(KeyState& ks);
 
   // The mode's push, with the key locked and the common checks done.
   virtual absl::Status PushLocked(KeyState& ks, const PushArgs& args,

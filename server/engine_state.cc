@@ -269,9 +269,7 @@ absl::Status Engine::ImportState(const StateSource& from) {
     std::fill(ks->clock_base.begin(), ks->clock_base.end(), 0);
     ks->version = c.version;
     ks->result.clear();
-    std::fill(ks->accum.begin(), ks->accum.end(), 0.0f);
-    std::fill(ks->pushed.begin(), ks->pushed.end(), false);
-    ks->pushed_count = 0;
+    ClearRoundLocked(*ks);
     ks->initialized = true;
     ks->params_durable = false;
     if (config_.durability.kind != Durability::Kind::kCheckpointOnly) {

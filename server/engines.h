@@ -46,7 +46,7 @@ class EcEngine final : public Engine {
                           Deadline deadline) override;
   std::string PullPayloadLocked(const KeyState& ks) const override { return ks.result; }
   absl::Status CompleteOpenRoundLocked(KeyState& ks, KeyId key) override {
-    return CompleteRoundLocked(ks, key, ks.accum, ks.pushed);
+    return CompleteRoundLocked(ks, key, SumInRankOrderLocked(ks, -1, {}), ks.pushed);
   }
   // Completes the open round whose pushes (`pushers`) sum to `sum`: compresses it (in units of
   // M pushes, see PushLocked) with the residual epsilon for the pulls. See SyncEngine's for

@@ -16,9 +16,10 @@ IdleWatchdog::~IdleWatchdog() {
   thread_.join();
 }
 
-IdleWatchdog::ReadGuard::ReadGuard(IdleWatchdog* w, grpc::ServerContext* ctx) : w_(w), ctx_(ctx) {
+IdleWatchdog::ReadGuard::ReadGuard(IdleWatchdog* w, grpc::ServerContext* ctx, bool first)
+    : w_(w), ctx_(ctx) {
   std::lock_guard<std::mutex> lock(w_->mu_);
-  w_->armed_[ctx_] = std::chrono::steady_clock::now() + w_->idle_;
+  w_->armed_[ctx_] = std::chrono::steady_clock::now() + (first ? w_->first_idle() : w_->idle_);
   w_->fired_.erase(ctx_);
   w_->cv_.notify_all();
 }
@@ -58,6 +59,26 @@ void IdleWatchdog::Loop() {
       cv_.wait_until(lock, next);
     }
   }
+}
+
+OpeningStreams::Guard::Guard(OpeningStreams* s, const grpc::ServerContext* ctx)
+    : s_(s), peer_(ctx->peer()) {
+  std::lock_guard<std::mutex> lock(s_->mu_);
+  int& n = s_->opening_[peer_];
+  if (n >= s_->max_) {
+    if (n == 0) s_->opening_.erase(peer_);
+    return;
+  }
+  ++n;
+  admitted_ = counted_ = true;
+}
+
+void OpeningStreams::Guard::Done() {
+  if (!counted_) return;
+  counted_ = false;
+  std::lock_guard<std::mutex> lock(s_->mu_);
+  auto it = s_->opening_.find(peer_);
+  if (it != s_->opening_.end() && --it->second <= 0) s_->opening_.erase(it);
 }
 
 }  // namespace herd::server

@@ -81,16 +81,34 @@ absl::Status CheckWireDtype(const std::string& dtype, int tensor, int chunk, con
 
 // The answer to a stream the watchdog ended: the client sees CANCELLED (the call was
 // cancelled to free the thread), the log and a client that asks see why.
-grpc::Status IdleError(const IdleWatchdog& w, const char* rpc) {
+grpc::Status IdleError(const IdleWatchdog& w, const char* rpc, bool first) {
   return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
-                      absl::StrFormat("%s stream sent nothing for %d ms: the shard ended it", rpc,
-                                      w.idle().count()));
+                      absl::StrFormat("%s stream sent nothing for %d ms%s: the shard ended it", rpc,
+                                      (first ? w.first_idle() : w.idle()).count(),
+                                      first ? " after it opened" : ""));
+}
+
+// The streams of one client connection that may wait for their first message at once: half
+// the shard's threads (it needs at least two per worker, and each worker has a connection of
+// its own), at least 2; 64 when the threads are gRPC's (unbounded).
+int OpeningBound(int threads) { return threads > 0 ? std::max(2, threads / 2) : 64; }
+
+// A stream refused because its client has too many streams that sent nothing.
+grpc::Status TooManyOpening(const OpeningStreams& o, const OpeningStreams::Guard& g,
+                            const char* rpc) {
+  return grpc::Status(
+      grpc::StatusCode::RESOURCE_EXHAUSTED,
+      absl::StrFormat("%s stream refused: client %s has %d streams open that sent nothing yet, "
+                      "the most one client may (each holds a thread of this shard)",
+                      rpc, g.peer().substr(0, 80), o.max_per_peer()));
 }
 
 class PsService final : public herd::v1::ParameterServer::Service {
  public:
-  PsService(const std::string& token, std::chrono::milliseconds idle)
-      : token_(token, "the parameter-server shard"), watchdog_(idle) {}
+  PsService(const std::string& token, std::chrono::milliseconds idle, int threads)
+      : token_(token, "the parameter-server shard"),
+        watchdog_(idle),
+        opening_(OpeningBound(threads)) {}
 
   void SetEngine(Engine* e) { engine_.store(e); }
 
@@ -98,9 +116,12 @@ class PsService final : public herd::v1::ParameterServer::Service {
                         herd::v1::InitKeysResponse* resp) override {
     Engine* e = nullptr;
     if (auto st = Begin(ctx, &e); !st.ok()) return st;
+    OpeningStreams::Guard opening(&opening_, ctx);
+    if (!opening.admitted()) return TooManyOpening(opening_, opening, "InitKeys");
     herd::v1::InitKeyChunk c;
     bool idle = false;
-    while (ReadWithin(&watchdog_, ctx, reader, &c, &idle)) {
+    while (ReadWithin(&watchdog_, ctx, reader, &c, &idle, opening.waiting())) {
+      opening.Done();
       if (auto st = CheckWireDtype(c.dtype(), c.tensor(), c.chunk(), "initial value"); !st.ok()) {
         return ToGrpc(st);
       }
@@ -118,7 +139,7 @@ class PsService final : public herd::v1::ParameterServer::Service {
         resp->set_already(resp->already() + 1);
       }
     }
-    if (idle) return IdleError(watchdog_, "InitKeys");
+    if (idle) return IdleError(watchdog_, "InitKeys", resp->initialized() + resp->already() == 0);
     return grpc::Status::OK;
   }
 
@@ -238,10 +259,13 @@ class PsService final : public herd::v1::ParameterServer::Service {
   grpc::Status AcceptPushes(ServerContext* ctx, Engine* e, Reader* reader,
                             std::vector<std::pair<KeyId, int64_t>>* rounds,
                             std::string* job = nullptr, int* worker = nullptr) {
+    OpeningStreams::Guard opening(&opening_, ctx);
+    if (!opening.admitted()) return TooManyOpening(opening_, opening, "push");
     const Deadline deadline = CallDeadline(ctx);
     PushChunk c;
     bool idle = false;
-    while (ReadWithin(&watchdog_, ctx, reader, &c, &idle)) {
+    while (ReadWithin(&watchdog_, ctx, reader, &c, &idle, opening.waiting())) {
+      opening.Done();
       if (job != nullptr && rounds->empty()) {
         *job = c.job();
         *worker = c.worker();
@@ -252,7 +276,7 @@ class PsService final : public herd::v1::ParameterServer::Service {
       if (auto st = e->Push(ArgsOf(c), deadline); !st.ok()) return ToGrpc(st);
       rounds->emplace_back(KeyId{c.tensor(), c.chunk()}, c.round());
     }
-    if (idle) return IdleError(watchdog_, "push");
+    if (idle) return IdleError(watchdog_, "push", rounds->empty());
     return grpc::Status::OK;
   }
 
@@ -277,13 +301,15 @@ class PsService final : public herd::v1::ParameterServer::Service {
 
   const rpc::BearerTokenCheck token_;
   IdleWatchdog watchdog_;
+  OpeningStreams opening_;
   std::atomic<Engine*> engine_{nullptr};
 };
 
 class GrpcShardServer final : public ShardServer {
  public:
   explicit GrpcShardServer(const ServiceOptions& options)
-      : service_(std::make_unique<PsService>(options.token, options.stream_idle_timeout)) {}
+      : service_(std::make_unique<PsService>(options.token, options.stream_idle_timeout,
+                                             options.threads)) {}
   ~GrpcShardServer() override { Shutdown(); }
 
   absl::Status Start(const ServiceOptions& options) {

@@ -1,5 +1,7 @@
 #include "server/shard_config.h"
 
+#include "server/shard_memory.h"
+
 #include <cmath>
 #include <optional>
 #include <string_view>
@@ -205,6 +207,8 @@ absl::StatusOr<ShardConfig> ShardConfigFromJob(const herd::v1::JobSpec& spec,
   for (const auto& e : plan.shards()) {
     c.keys[KeyId{e.tensor(), e.chunk()}] = KeyPlacement{e.count(), e.server(), e.offset()};
   }
+  // Before the engine allocates it: a key range this shard cannot hold is refused.
+  if (auto st = CheckShardFits(c); !st.ok()) return st;
   return c;
 }
 

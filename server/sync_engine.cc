@@ -1,4 +1,4 @@
-// ps_sync: the mean of M pushes per round goes through the optimizer.
+// ps_sync: the mean of M pushes per round, summed in rank order, goes through the optimizer.
 
 #include <algorithm>
 #include <cmath>
@@ -94,7 +94,8 @@ absl::Status SyncEngine::PushLocked(KeyState& ks, const PushArgs& args,
   // The round now waits for the workers this push announces (and counts its pusher).
   CountReturnedLocked(ks, args);
   if (!RoundCompleteWith(ks, args.worker)) {
-    for (int64_t i = 0; i < ks.count; ++i) ks.accum[i] += grad[i];
+    TakeInRankOrderLocked(ks, args.worker,
+                          std::span<const float>(grad, static_cast<size_t>(ks.count)));
     ks.pushed[args.worker] = true;
     ++ks.pushed_count;
     return absl::OkStatus();
@@ -107,9 +108,9 @@ absl::Status SyncEngine::CompleteRoundLocked(KeyState& ks, KeyId key, int last_w
                                              std::span<const float> last) {
   // The round is computed beside the key's state, and taken only when it is finite and
   // written (CommitRoundLocked). Until then the last push is not added, so a failed write
-  // can be retried by pushing again.
-  std::vector<float> mean(ks.accum);
-  for (size_t i = 0; i < last.size(); ++i) mean[i] += last[i];
+  // can be retried by pushing again. Summed in rank order: the same pushes give the same
+  // round, whatever order they came in.
+  std::vector<float> mean = SumInRankOrderLocked(ks, last_worker, last);
   // The mean over the pushes the round took: all M, or in an elastic job after a death the
   // live workers' (and a dead worker's made before it died).
   const int pushers = ks.pushed_count + (last_worker >= 0 ? 1 : 0);
@@ -131,9 +132,7 @@ absl::Status SyncEngine::CompleteRoundLocked(KeyState& ks, KeyId key, int last_w
   if (absl::IsUnavailable(st)) return st;  // not written: the round waits for this push again
   // Taken or refused, the round is over: a refused one (non-finite) is dropped whole and
   // reopened, and whoever waits for it hears why.
-  std::fill(ks.accum.begin(), ks.accum.end(), 0.0f);
-  std::fill(ks.pushed.begin(), ks.pushed.end(), false);
-  ks.pushed_count = 0;
+  ClearRoundLocked(ks);
   if (!st.ok()) {
     ks.refused_round = ks.version;
     ks.refused = st;

@@ -48,10 +48,13 @@ struct DatabaseOptions {
   // Open a damaged database at its last consistent point instead of refusing it.
   bool accept_data_loss = false;
   // A log whose last record is incomplete (a process killed while RocksDB wrote a record larger
-  // than one write: never acknowledged) opens without it instead of being refused. Only for a
-  // database whose owner checks what it recovered against what it acknowledged (the shards:
-  // their durable version against the scheduler's, server/recovery_check.h), since a log cut
-  // by hand inside a record looks the same.
+  // than one write, or killed after a full disk cut a write short: never acknowledged) opens
+  // without it instead of being refused. Only for a database whose owner checks what it
+  // recovered against what it acknowledged (the shards: their durable version against the
+  // scheduler's, server/recovery_check.h; the scheduler: its state sequence against what the
+  // job's processes heard, scheduler/witness.cc), since a log cut by hand inside a record, or
+  // a power cut that took an acknowledged record's end, looks the same. Damage anywhere but in
+  // the last record is refused either way.
   bool drop_torn_last_record = false;
   // Below the owner-only layer: the local disk when null; tests pass a FaultFileSystem.
   std::shared_ptr<rocksdb::FileSystem> file_system;

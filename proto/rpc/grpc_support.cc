@@ -19,6 +19,9 @@ Deadline CallDeadline(const grpc::ServerContextBase* ctx, std::chrono::nanosecon
   auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(
       ctx->deadline() - std::chrono::system_clock::now());
   left = std::min(left, max_wait);
+  // A negative timeout_ms is no wait at all (answered at once: done, or DEADLINE_EXCEEDED), not
+  // the call's whole deadline.
+  if (timeout_ms < 0) left = std::chrono::nanoseconds(0);
   // Compared in milliseconds: a peer's huge timeout_ms must not overflow the conversion.
   if (timeout_ms > 0 &&
       timeout_ms < std::chrono::duration_cast<std::chrono::milliseconds>(left).count()) {

@@ -20,7 +20,7 @@ namespace herd::rpc {
 grpc::Status ToGrpc(const absl::Status& st);
 
 // The deadline of a blocking call: the client's own, bounded by `max_wait` and by
-// `timeout_ms` when the request sets one (> 0).
+// `timeout_ms` when the request sets one (> 0); a negative `timeout_ms` is no wait (now).
 Deadline CallDeadline(const grpc::ServerContextBase* ctx, std::chrono::nanoseconds max_wait,
                       int64_t timeout_ms = 0);
 

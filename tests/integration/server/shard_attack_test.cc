@@ -190,6 +190,44 @@ TEST_F(ShardAttackTest, SilentStreamsAreEndedAndTheShardStaysUsable) {
   EXPECT_EQ(Now().first, 0);  // nothing they did changed the state
 }
 
+TEST_F(ShardAttackTest, SilentStreamsOfOneClientHoldFewThreadsAndNotForLong) {
+  // The default --stream-idle-timeout (30 s): the first message of a stream has a deadline of
+  // its own (a few seconds), and one client may hold only a few streams that sent nothing.
+  StartJob({"--threads", "5"});
+  auto stub = herd::v1::ParameterServer::NewStub(Channel(shard_.port()));
+  struct Silent {
+    grpc::ClientContext ctx;
+    herd::v1::PullChunk in;
+    std::unique_ptr<grpc::ClientReaderWriter<herd::v1::PushChunk, herd::v1::PullChunk>> stream;
+  };
+  std::vector<std::unique_ptr<Silent>> silent;
+  const auto begin = std::chrono::steady_clock::now();
+  for (int i = 0; i < 8; ++i) {
+    auto s = std::make_unique<Silent>();
+    s->ctx.AddMetadata("authorization", std::string("Bearer ") + kToken);
+    s->stream = stub->PushPull(&s->ctx);
+    silent.push_back(std::move(s));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Another client is answered at once, not after the 30 s idle timeout.
+  const auto asked = std::chrono::steady_clock::now();
+  auto stats = client_->Stats();
+  EXPECT_TRUE(stats.ok()) << stats.status();
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, std::chrono::seconds(2));
+  // Every silent stream ends well before the idle timeout: refused at once beyond the bound,
+  // the others at their first message's deadline.
+  int refused = 0;
+  for (auto& s : silent) {
+    EXPECT_FALSE(s->stream->Read(&s->in));
+    const grpc::Status st = s->stream->Finish();
+    EXPECT_FALSE(st.ok());
+    refused += st.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED ? 1 : 0;
+  }
+  EXPECT_GE(refused, 4);
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(12));
+  EXPECT_EQ(Now().first, 0);
+}
+
 TEST_F(ShardAttackTest, TwoAuthorizationHeadersAreRefusedByShardAndScheduler) {
   StartJob();
   auto ps = herd::v1::ParameterServer::NewStub(Channel(shard_.port()));

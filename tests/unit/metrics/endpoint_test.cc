@@ -1,7 +1,15 @@
 // The metrics endpoint: what a process records is served as Prometheus text at /metrics on
 // the port it bound, with the names, labels and values a scraper expects; bad addresses are
 // refused with a message naming them.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <vector>
 
 #include "metrics/endpoint.h"
 #include "metrics/process_metrics.h"
@@ -118,6 +126,144 @@ TEST(MetricsEndpoint, APortInUseIsRefused) {
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable) << second.status();
   EXPECT_NE(second.status().message().find(taken), std::string::npos) << second.status();
+}
+
+// A TCP connection to 127.0.0.1:port that has sent `head` (maybe nothing); -1 when it could
+// not connect.
+int Connect(int port, const std::string& head = "") {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    if (fd >= 0) ::close(fd);
+    return -1;
+  }
+  if (!head.empty()) ::send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+  return fd;
+}
+
+// Whether the server closed `fd` (a read sees the end, or the connection is reset) within
+// `ms`, draining whatever it answered first.
+bool ClosedWithin(int fd, int ms) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  char buf[4096];
+  while (std::chrono::steady_clock::now() < until) {
+    pollfd p{fd, POLLIN, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
+    if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 1))) <= 0) continue;
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return true;
+  }
+  return false;
+}
+
+TEST(MetricsEndpoint, AScrapeAnswersAtOnceWithAHundredIdleConnectionsOpen) {
+  auto endpoint = Endpoint::Start("127.0.0.1:0");
+  ASSERT_TRUE(endpoint.ok()) << endpoint.status();
+  const int port = (*endpoint)->port();
+  ProcessMetrics::Get().heartbeats_missed().Increment();  // something to serve
+  // A hundred clients that connect and say nothing, or only half a request.
+  std::vector<int> idle;
+  for (int i = 0; i < 100; ++i) {
+    const int fd = Connect(port, i % 2 == 0 ? "" : "GET /metr");
+    ASSERT_GE(fd, 0) << "connection " << i;
+    idle.push_back(fd);
+  }
+  // Prometheus gives up after 10 s; a scrape must not wait behind them.
+  for (int scrape = 0; scrape < 3; ++scrape) {
+    const auto begin = std::chrono::steady_clock::now();
+    auto got = HttpGet("127.0.0.1", port, "/metrics", 5000);
+    const auto took = std::chrono::steady_clock::now() - begin;
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->status, 200);
+    EXPECT_NE(got->body.find("# TYPE"), std::string::npos) << got->body;
+    EXPECT_LT(took, std::chrono::seconds(1))
+        << "scrape " << scrape << " took "
+        << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+  }
+  for (int fd : idle) ::close(fd);
+}
+
+TEST(MetricsEndpoint, AClientThatNeverFinishesItsRequestIsCutOffAtTheHeaderDeadline) {
+  auto endpoint = Endpoint::Start("127.0.0.1:0");
+  ASSERT_TRUE(endpoint.ok()) << endpoint.status();
+  const int port = (*endpoint)->port();
+  // Silent, and slow-loris: a header line every 300 ms, never the blank line that ends them.
+  const int silent = Connect(port);
+  const int slow = Connect(port, "GET /metrics HTTP/1.1\r\n");
+  ASSERT_GE(silent, 0);
+  ASSERT_GE(slow, 0);
+  const auto begin = std::chrono::steady_clock::now();
+  bool slow_closed = false;
+  for (int i = 0; i < 20 && !slow_closed; ++i) {
+    const std::string line = "X-Pad-" + std::to_string(i) + ": 1\r\n";
+    if (::send(slow, line.data(), line.size(), MSG_NOSIGNAL) < 0) break;
+    slow_closed = ClosedWithin(slow, 300);
+  }
+  const auto slow_took = std::chrono::steady_clock::now() - begin;
+  EXPECT_TRUE(slow_closed || ClosedWithin(slow, 100));
+  EXPECT_LT(slow_took, std::chrono::milliseconds(3500));
+  EXPECT_TRUE(ClosedWithin(silent, 1000));
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::milliseconds(4000));
+  ::close(silent);
+  ::close(slow);
+  // And the endpoint still serves.
+  auto got = HttpGet("127.0.0.1", port, "/metrics", 2000);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->status, 200);
+}
+
+TEST(MetricsEndpoint, BeyondTheBoundAScrapeWaitsAtMostTheHeaderDeadline) {
+  auto endpoint = Endpoint::Start("127.0.0.1:0");
+  ASSERT_TRUE(endpoint.ok()) << endpoint.status();
+  const int port = (*endpoint)->port();
+  // More silent clients than the endpoint keeps: it holds kMaxConnections descriptors, the
+  // rest wait in the listen queue; every silent one is cut at the header deadline, so a scrape
+  // behind them all is answered within about that.
+  std::vector<int> held;
+  for (int i = 0; i < Endpoint::kMaxConnections + 20; ++i) {
+    const int fd = Connect(port);
+    if (fd >= 0) held.push_back(fd);
+  }
+  const auto begin = std::chrono::steady_clock::now();
+  auto got = HttpGet("127.0.0.1", port, "/metrics", 8000);
+  const auto took = std::chrono::steady_clock::now() - begin;
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->status, 200);
+  EXPECT_LT(took, Endpoint::kHeadDeadline + std::chrono::milliseconds(1500))
+      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+  for (int fd : held) ::close(fd);
+}
+
+TEST(MetricsEndpoint, HeadAndOtherMethodsAnswerAsBefore) {
+  auto endpoint = Endpoint::Start("127.0.0.1:0");
+  ASSERT_TRUE(endpoint.ok()) << endpoint.status();
+  const int port = (*endpoint)->port();
+  auto exchange = [&](const std::string& request) {
+    const int fd = Connect(port, request);
+    std::string out;
+    char buf[4096];
+    for (;;) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 2000) <= 0) break;
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      out.append(buf, static_cast<size_t>(n));
+    }
+    ::close(fd);
+    return out;
+  };
+  const std::string head = exchange("HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
+  EXPECT_EQ(head.find("# TYPE"), std::string::npos) << head;  // no body
+  const std::string post = exchange("POST /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(post.rfind("HTTP/1.1 405", 0), 0u) << post;
+  const std::string query = exchange("GET /metrics?x=1 HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(query.rfind("HTTP/1.1 200", 0), 0u) << query;
+  EXPECT_NE(query.find("text/plain; version=0.0.4"), std::string::npos) << query;
 }
 
 }  // namespace

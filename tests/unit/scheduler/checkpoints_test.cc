@@ -58,8 +58,13 @@ struct Fixture {
                                                             size_t node, std::string process) {
     checkpoint::ProcessState st;
     st.process = process;
-    std::vector<float> values = {1, 2, 3};
-    checkpoint::AddExtent(st, "param/fc1.bias", 3, 0, values);
+    // A worker holds the whole model (ExampleSpec's two tensors), as a verified checkpoint
+    // must; a shard of a collective job reports an empty state.
+    if (process.rfind("worker-", 0) == 0) {
+      const std::vector<float> weight(128 * 784, 0.5f), bias(128, 1.0f);
+      checkpoint::AddExtent(st, "param/fc1.weight", 128 * 784, 0, weight);
+      checkpoint::AddExtent(st, "param/fc1.bias", 128, 0, bias);
+    }
     auto file = checkpoint::WriteStateFile(checkpoint::PosixEnv(), c.dir(), c.id(), st);
     EXPECT_TRUE(file.ok()) << file.status();
     herd::v1::ReportCheckpointRequest req;
