@@ -59,6 +59,8 @@ class PlanFollower {
   }
   // Sends the progress now and asks to hear once every live worker completed `iteration`.
   void AskCompleted(int64_t iteration) { follower_.AskCompleted(iteration); }
+  // Sends the progress not yet sent and waits until the scheduler has it (or `deadline`).
+  absl::Status Flush(Deadline deadline) { return follower_.Flush(deadline); }
 
   // Time this worker's iterations waited for the horizon, and how often.
   double stall_seconds() const { return stall_ns_.load() / 1e9; }

@@ -240,6 +240,10 @@ absl::StatusOr<herd::v1::JobStatus> CountingSchedulerClient::SubmitJob(
 absl::StatusOr<herd::v1::JobStatus> CountingSchedulerClient::GetJob(const std::string& name) {
   HERD_FORWARD(others, GetJob(name));
 }
+absl::StatusOr<herd::v1::JobStatus> CountingSchedulerClient::GetJobBrief(
+    const std::string& name) {
+  HERD_FORWARD(others, GetJobBrief(name));
+}
 absl::StatusOr<herd::v1::ListJobsResponse> CountingSchedulerClient::ListJobs() {
   HERD_FORWARD(others, ListJobs());
 }
@@ -306,6 +310,12 @@ absl::StatusOr<herd::v1::ReportCheckpointResponse> CountingSchedulerClient::Repo
 }
 absl::Status CountingSchedulerClient::CheckHealth() { HERD_FORWARD(others, CheckHealth()); }
 uint64_t CountingSchedulerClient::SeenStateSeq() const { return inner_->SeenStateSeq(); }
+void CountingSchedulerClient::HearStateSeq(uint64_t seq) { inner_->HearStateSeq(seq); }
+std::shared_ptr<scheduler::SchedulerClient::FollowCall> CountingSchedulerClient::StartFollow(
+    FollowHandler* handler) {
+  others.fetch_add(1, std::memory_order_relaxed);
+  return inner_->StartFollow(handler);
+}
 
 #undef HERD_FORWARD
 

@@ -47,6 +47,7 @@ class CountingSchedulerClient final : public scheduler::SchedulerClient {
       const herd::v1::HeartbeatRequest& req) override;
   absl::StatusOr<herd::v1::JobStatus> SubmitJob(const herd::v1::JobSpec& spec) override;
   absl::StatusOr<herd::v1::JobStatus> GetJob(const std::string& name) override;
+  absl::StatusOr<herd::v1::JobStatus> GetJobBrief(const std::string& name) override;
   absl::StatusOr<herd::v1::ListJobsResponse> ListJobs() override;
   absl::StatusOr<herd::v1::JobStatus> SetMode(const herd::v1::SetModeRequest& req) override;
   absl::StatusOr<herd::v1::JobStatus> CancelJob(const std::string& name,
@@ -76,8 +77,10 @@ class CountingSchedulerClient final : public scheduler::SchedulerClient {
       const herd::v1::RequestCheckpointRequest& req) override;
   absl::StatusOr<herd::v1::ReportCheckpointResponse> ReportCheckpoint(
       const herd::v1::ReportCheckpointRequest& req) override;
+  std::shared_ptr<FollowCall> StartFollow(FollowHandler* handler) override;
   absl::Status CheckHealth() override;
   uint64_t SeenStateSeq() const override;
+  void HearStateSeq(uint64_t seq) override;
 
  private:
   std::shared_ptr<scheduler::SchedulerClient> inner_;

@@ -34,7 +34,7 @@ TEST(IsModeProbe, KnowsTheModes) {
 }
 
 TEST(ProbeResultJson, DensityRoundTrips) {
-  ProbeResult r{"sparse", 4, 100, 3, 0.5, 1600, 0.01};
+  ProbeResult r{"sparse", "", 4, 1, 100, 3, 0.5, 1600, 0.01};
   auto parsed = ProbeResultFromJson(*json::ParseObject(ToJson(r).Write()));
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_EQ(parsed->probe, "sparse");
