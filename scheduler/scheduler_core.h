@@ -147,8 +147,7 @@ class SchedulerCore {
   // The asynchronous forms of the waits: `done` runs exactly once, with the answer, either
   // before the call returns or later on another thread (never under the core's lock).
   using StoreDone = std::function<void(absl::StatusOr<std::string>)>;
-  void StoreGetAsync(std::string_view job, std::string_view key, Deadline deadline,
-                     StoreDone done);
+  void StoreGetAsync(std::string_view job, std::string_view key, Deadline deadline, StoreDone done);
   using BarrierDone = std::function<void(absl::StatusOr<herd::v1::BarrierResponse>)>;
   void BarrierAsync(const herd::v1::BarrierRequest& req, Deadline deadline, BarrierDone done);
   using StoreManyDone = std::function<void(absl::StatusOr<herd::v1::StoreGetManyResponse>)>;
@@ -248,9 +247,9 @@ class SchedulerCore {
     herd::v1::Role role = herd::v1::ROLE_UNSPECIFIED;
     int slot = 0;
     std::shared_ptr<FollowSink> sink;
-    uint64_t view_revision = 0;     // of the view it was sent last
+    uint64_t view_revision = 0;  // of the view it was sent last
     int64_t horizon_sent = -1;
-    int64_t want_completed = -1;    // tell it once completed_iteration reaches this
+    int64_t want_completed = -1;  // tell it once completed_iteration reaches this
     uint64_t answered_notice = 0;
   };
   // A worker fell silent in an elastic job whose survivors roll back: before it is declared
@@ -268,7 +267,7 @@ class SchedulerCore {
     bool committing = false;  // a checkpoint's files are being committed (outside the lock)
     size_t kv_bytes = 0;      // its keys and values
     // Asynchronous waits.
-    std::multimap<std::string, StoreWaiter> store_waiters;  // by key
+    std::multimap<std::string, StoreWaiter> store_waiters;                 // by key
     std::multimap<std::string, std::unique_ptr<ManyWaiter>> many_waiters;  // by missing key
     std::vector<BarrierWaiter> barrier_waiters;
     // Following (follow.cc): the streams by id, the view they were sent, the horizon's rate.
@@ -365,8 +364,10 @@ class SchedulerCore {
   void SettleWaits(Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ExpireWaits(Clock::time_point now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A StoreGetMany's answer once every key is set, or `expired`; nullopt while it waits.
-  std::optional<absl::StatusOr<herd::v1::StoreGetManyResponse>> GetManyAnswer(
-      const Job& job, ManyWaiter& w, bool expired) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::optional<absl::StatusOr<herd::v1::StoreGetManyResponse>> GetManyAnswer(const Job& job,
+                                                                              ManyWaiter& w,
+                                                                              bool expired)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WakeManyWaiters(Job& job, const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Following (follow.cc).
@@ -380,12 +381,12 @@ class SchedulerCore {
   absl::Status TakeFollowLocked(Job& job, uint64_t id, const herd::v1::FollowRequest& msg)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A worker's report on a stream (or a legacy ReportIteration): its progress, in memory.
-  absl::Status TakeProgress(Job& job, int slot, int64_t completed,
-                            const google::protobuf::RepeatedPtrField<herd::v1::IterationReport>& its)
+  absl::Status TakeProgress(
+      Job& job, int slot, int64_t completed,
+      const google::protobuf::RepeatedPtrField<herd::v1::IterationReport>& its)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Folds reports into completed_iteration, answers want_completed, saves progress now and then.
-  void FoldProgress(Job& job, Clock::time_point now, bool save)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FoldProgress(Job& job, Clock::time_point now, bool save) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Moves the horizon when it is due (a worker asked, or the job runs close to it), starting
   // the policy's checkpoints it crosses; sends it to the workers' streams.
   void GrantHorizon(Job& job, Clock::time_point now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -7,9 +7,9 @@
 #include "absl/strings/strip.h"
 #include "common/logging.h"
 #include "herd/v1/scheduler.grpc.pb.h"
+#include "metrics/scheduler_metrics.h"
 #include "proto/rpc/grpc_support.h"
 #include "scheduler/bounds.h"
-#include "metrics/scheduler_metrics.h"
 #include "scheduler/limits.h"
 
 namespace herd::scheduler {
@@ -34,8 +34,8 @@ grpc::Status ToGrpc(const absl::Status& st) {
 // The waits (StoreGet, Barrier) and the Follow streams are served by callbacks: a process that
 // waits holds no server thread, so thousands of waiting processes cannot exhaust the pool
 // that serves the short calls.
-using AsyncMethods = herd::v1::Scheduler::WithCallbackMethod_Follow<
-    herd::v1::Scheduler::WithCallbackMethod_StoreGet<
+using AsyncMethods =
+    herd::v1::Scheduler::WithCallbackMethod_Follow<herd::v1::Scheduler::WithCallbackMethod_StoreGet<
         herd::v1::Scheduler::WithCallbackMethod_StoreGetMany<
             herd::v1::Scheduler::WithCallbackMethod_Barrier<herd::v1::Scheduler::Service>>>>;
 
@@ -93,9 +93,9 @@ class FollowSink final : public SchedulerCore::FollowSink {
   void Merge(const herd::v1::FollowEvent& e) {
     if (e.has_view()) *pending_.mutable_view() = e.view();
     pending_.set_horizon(has_pending_ ? std::max(pending_.horizon(), e.horizon()) : e.horizon());
-    pending_.set_completed_iteration(has_pending_ ? std::max(pending_.completed_iteration(),
-                                                             e.completed_iteration())
-                                                  : e.completed_iteration());
+    pending_.set_completed_iteration(
+        has_pending_ ? std::max(pending_.completed_iteration(), e.completed_iteration())
+                     : e.completed_iteration());
     pending_.set_state_seq(std::max(pending_.state_seq(), e.state_seq()));
     if (e.notice() != 0) pending_.set_notice(e.notice());
     if (e.interval_ms() != 0) pending_.set_interval_ms(e.interval_ms());
@@ -343,19 +343,16 @@ class SchedulerService final : public AsyncMethods {
       reactor->Finish(st);
       return reactor;
     }
-    core_->StoreGetManyAsync(
-        *req, CallDeadline(ctx, kMaxWait, req->timeout_ms()),
-        [reactor, resp](absl::StatusOr<herd::v1::StoreGetManyResponse> r) {
-          if (r.ok()) *resp = std::move(*r);
-          reactor->Finish(r.ok() ? grpc::Status::OK : ToGrpc(r.status()));
-        });
+    core_->StoreGetManyAsync(*req, CallDeadline(ctx, kMaxWait, req->timeout_ms()),
+                             [reactor, resp](absl::StatusOr<herd::v1::StoreGetManyResponse> r) {
+                               if (r.ok()) *resp = std::move(*r);
+                               reactor->Finish(r.ok() ? grpc::Status::OK : ToGrpc(r.status()));
+                             });
     return reactor;
   }
 
  private:
-  grpc::Status Authenticate(const grpc::ServerContextBase* ctx) const {
-    return token_.Check(ctx);
-  }
+  grpc::Status Authenticate(const grpc::ServerContextBase* ctx) const { return token_.Check(ctx); }
 
   // Authenticates, then runs `call` (a SchedulerCore method) and maps its result.
   template <typename Call, typename T>

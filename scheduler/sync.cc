@@ -9,10 +9,10 @@
 #include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "scheduler/bounds.h"
+#include "scheduler/client/epoch_plan.h"
 #include "scheduler/elastic.h"
 #include "scheduler/job_metrics.h"
 #include "scheduler/limits.h"
-#include "scheduler/client/epoch_plan.h"
 #include "scheduler/plan_builder.h"
 #include "scheduler/scheduler_core.h"
 
@@ -69,8 +69,9 @@ absl::StatusOr<herd::v1::Plan> SchedulerCore::GetPlan(const herd::v1::GetPlanReq
                           FindLiveMember(*job, req.node_id(), "plan an iteration", &ref));
     // A worker asks for the plan of an iteration it is about to begin: one far past the job's
     // progress would move the horizon (every later change of plan) out of reach.
-    const int64_t far = std::max(job->status.completed_iteration(), job->status.issued_iteration()) +
-                        1 + limits::kMaxIterationsAhead;
+    const int64_t far =
+        std::max(job->status.completed_iteration(), job->status.issued_iteration()) + 1 +
+        limits::kMaxIterationsAhead;
     if (ref.role == herd::v1::ROLE_WORKER && req.iteration() > far) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "%s asks for the plan of iteration %d of job '%s', more than %d iterations ahead of "
@@ -315,8 +316,8 @@ void SchedulerCore::StoreGetAsync(std::string_view name, std::string_view key, D
   Job* job = *found;
   if (auto it = job->kv.find(std::string(key)); it != job->kv.end()) return answer(it->second);
   if (deadline.expired()) {
-    return answer(absl::DeadlineExceededError(absl::StrFormat(
-        "store key '%s' of job '%s' was not set before the deadline", key, name)));
+    return answer(absl::DeadlineExceededError(
+        absl::StrFormat("store key '%s' of job '%s' was not set before the deadline", key, name)));
   }
   job->store_waiters.emplace(std::string(key), StoreWaiter{deadline, std::move(done)});
 }
@@ -412,8 +413,8 @@ void SchedulerCore::ExpireWaits(Clock::time_point) {
       }
       BarrierState& now = job.barriers[it->key];
       std::vector<std::string> missing;
-      for (const auto& m : it->role == herd::v1::ROLE_WORKER ? job.status.workers()
-                                                             : job.status.servers()) {
+      for (const auto& m :
+           it->role == herd::v1::ROLE_WORKER ? job.status.workers() : job.status.servers()) {
         if (m.alive() && !now.arrived.contains(m.node_id())) {
           missing.push_back(DescribeMember(it->role, m));
         }
@@ -493,8 +494,8 @@ std::optional<absl::StatusOr<herd::v1::StoreGetManyResponse>> SchedulerCore::Get
                       missing.size() == 1 ? "was" : "were"));
 }
 
-void SchedulerCore::StoreGetManyAsync(const herd::v1::StoreGetManyRequest& req,
-                                      Deadline deadline, StoreManyDone done) {
+void SchedulerCore::StoreGetManyAsync(const herd::v1::StoreGetManyRequest& req, Deadline deadline,
+                                      StoreManyDone done) {
   auto answer = [&](absl::StatusOr<herd::v1::StoreGetManyResponse> r) {
     Complete([done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
   };

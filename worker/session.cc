@@ -368,7 +368,8 @@ absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
       // communicator instead): the error leads to Recover and the newer epoch.
       const int32_t generation = plan.membership_generation();
       co.store = MakeMembershipWatchedStore(
-          store_, [this, generation] { return job_generation_.load() > generation; },
+          store_,
+          [this, generation, iteration] { return MembershipMovedPast(generation, iteration); },
           absl::StrFormat("worker %d, iteration %d", rank_, iteration));
     }
     // The same on every rank of the stretch; a membership change after a death makes a new

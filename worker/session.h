@@ -469,8 +469,13 @@ class Session {
   std::chrono::steady_clock::time_point registered_at_;
   // The iteration begun last, for the follower's thread (WatchMembership).
   std::atomic<int64_t> begun_{-1};
-  // The job's membership generation as the heartbeat last heard it.
+  // The job's membership generation as its stream last told it, and where its epoch begins
+  // (a worker's join begins after the horizon: later than the iterations running now).
   std::atomic<int32_t> job_generation_{0};
+  std::atomic<int64_t> job_epoch_start_{0};
+  // Whether a membership newer than `generation` applies at `iteration` or at the iteration
+  // begun last: a communicator of `generation` being built or connected then is given up.
+  bool MembershipMovedPast(int32_t generation, int64_t iteration) const;
 
   mutable std::mutex mu_;  // what the heartbeat thread touches
   std::unique_ptr<transport::Communicator> comm_ ABSL_GUARDED_BY(mu_);

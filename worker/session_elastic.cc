@@ -106,6 +106,7 @@ bool Session::MembershipChanged(const herd::v1::Plan& plan) const {
 
 void Session::WatchMembership(const herd::v1::EpochView& view) {
   if (view.job_state() != herd::v1::JOB_RUNNING) return;
+  job_epoch_start_.store(view.epoch_start_iteration());
   job_generation_.store(view.membership_generation());
   std::lock_guard<std::mutex> lock(mu_);
   if (comm_ == nullptr || members_.empty() || view.membership_generation() == generation_) return;
@@ -125,6 +126,11 @@ void Session::WatchMembership(const herd::v1::EpochView& view) {
     (void)comm_->abort(absl::UnavailableError(absl::StrFormat(
         "job '%s' changed its membership (%s)", options_.job, view.epoch_reason())));
   }
+}
+
+bool Session::MembershipMovedPast(int32_t generation, int64_t iteration) const {
+  return job_generation_.load() > generation &&
+         job_epoch_start_.load() <= std::max(iteration, begun_.load());
 }
 
 absl::Status Session::SettleLaggedReport() {
@@ -154,8 +160,8 @@ absl::Status Session::AwaitLiveWorkersAt(int64_t iteration) {
   const scheduler::Follower::State state = follower_->WaitFor(
       [&](const scheduler::Follower::State& s) {
         return !s.refused.ok() || s.completed >= iteration ||
-               (s.view != nullptr && (scheduler::ViewEnded(*s.view) ||
-                                      s.view->membership_generation() != generation));
+               (s.view != nullptr &&
+                (scheduler::ViewEnded(*s.view) || s.view->membership_generation() != generation));
       },
       by);
   // An ended job: the caller's next call to the scheduler says how.
@@ -253,8 +259,8 @@ absl::StatusOr<Session::Rollback> Session::Recover(const absl::Status& error) {
   const Deadline changed_by = Deadline::After(heartbeat_timeout + std::chrono::seconds(3));
   scheduler::Follower::State heard = follower_->WaitFor(
       [&](const scheduler::Follower::State& s) {
-        return s.view != nullptr && (scheduler::ViewEnded(*s.view) ||
-                                     s.view->membership_generation() != generation_);
+        return s.view != nullptr &&
+               (scheduler::ViewEnded(*s.view) || s.view->membership_generation() != generation_);
       },
       changed_by);
   if (heard.view == nullptr) return Diagnose(error);
@@ -511,10 +517,10 @@ absl::Status Session::JoinRunningJob() {
         [](const scheduler::Follower::State& s) { return s.view != nullptr || !s.refused.ok(); },
         give_up);
     if (state.view == nullptr) {
-      return state.refused.ok() ? absl::DeadlineExceededError(absl::StrFormat(
-                                      "worker %d: no word from the scheduler about job '%s'",
-                                      rank_, options_.job))
-                                : state.refused;
+      return state.refused.ok()
+                 ? absl::DeadlineExceededError(absl::StrFormat(
+                       "worker %d: no word from the scheduler about job '%s'", rank_, options_.job))
+                 : state.refused;
     }
     const herd::v1::EpochView job = *state.view;
     if (Ended(job.job_state())) {
@@ -632,9 +638,8 @@ absl::StatusOr<std::vector<int>> Session::LiveRanks() const {
   std::shared_ptr<const herd::v1::EpochView> view =
       follower_ != nullptr ? follower_->View() : nullptr;
   if (view == nullptr) {
-    return absl::UnavailableError(
-        absl::StrFormat("worker %d: no view of job '%s' from the scheduler yet", rank_,
-                        options_.job));
+    return absl::UnavailableError(absl::StrFormat(
+        "worker %d: no view of job '%s' from the scheduler yet", rank_, options_.job));
   }
   return scheduler::ViewRanks(*view);
 }

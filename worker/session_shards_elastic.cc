@@ -45,7 +45,7 @@ absl::StatusOr<std::unique_ptr<transport::Communicator>> Session::ConnectForHand
   // Given up once the job's membership moved past this generation (the joiner or its source
   // died): the joiner then joins the newer epoch, the source goes on without it.
   co.store = MakeMembershipWatchedStore(
-      store_, [this, generation] { return job_generation_.load() > generation; },
+      store_, [this, generation] { return MembershipMovedPast(generation, begun_.load()); },
       absl::StrFormat("worker %d, the state handover to worker %d", rank_, joiner));
   // Keys of its own: one handover per joiner and membership generation.
   co.prefix = absl::StrFormat("handover-g%d-w%d", generation, joiner);

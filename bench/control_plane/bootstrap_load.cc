@@ -240,8 +240,7 @@ absl::StatusOr<herd::v1::JobStatus> CountingSchedulerClient::SubmitJob(
 absl::StatusOr<herd::v1::JobStatus> CountingSchedulerClient::GetJob(const std::string& name) {
   HERD_FORWARD(others, GetJob(name));
 }
-absl::StatusOr<herd::v1::JobStatus> CountingSchedulerClient::GetJobBrief(
-    const std::string& name) {
+absl::StatusOr<herd::v1::JobStatus> CountingSchedulerClient::GetJobBrief(const std::string& name) {
   HERD_FORWARD(others, GetJobBrief(name));
 }
 absl::StatusOr<herd::v1::ListJobsResponse> CountingSchedulerClient::ListJobs() {

@@ -78,7 +78,6 @@ std::string ProgressLine::TrainingLine(const JobStatus& job, Clock::time_point n
     last_advance_ = now;
   }
   const double elapsed = Seconds(last_advance_ - first_seen_).count();
-  if (last_iteration_ == first_iteration_ || elapsed <= 0) return "";  // no rate yet
 
   // One iteration of the job is every counting worker's batch.
   double loss = 0, exposed = 0, busy = 0;
@@ -95,8 +94,19 @@ std::string ProgressLine::TrainingLine(const JobStatus& job, Clock::time_point n
   if (global_batch == 0) {
     global_batch = static_cast<int64_t>(job.spec().training().batch_size()) * n;
   }
-  const double rate =
-      static_cast<double>(last_iteration_ - first_iteration_) * global_batch / elapsed;
+  // The rate seen advance, or, for a job at its end that was never seen to advance (workers
+  // report their progress about once a second: a short job may end between two looks), the
+  // rate of the reported iterations themselves.
+  const bool at_end = Terminal(job.state()) ||
+                      (job.planned_iterations() > 0 && iteration >= job.planned_iterations() - 1);
+  double rate = 0;
+  if (last_iteration_ > first_iteration_ && elapsed > 0) {
+    rate = static_cast<double>(last_iteration_ - first_iteration_) * global_batch / elapsed;
+  } else if (at_end && busy > 0) {
+    rate = static_cast<double>(global_batch) / (busy / n);
+  } else {
+    return "";  // no rate yet
+  }
   std::string where = absl::StrFormat("iter %d", iteration + 1);
   const int64_t planned = job.planned_iterations();
   const int epochs = job.spec().training().epochs();

@@ -46,7 +46,8 @@ TEST(Resume, AllreduceKilledAfterACheckpointContinuesBitForBit) {
   // No temporary directory of the killed save is taken for a checkpoint.
   for (const auto& e : fs::directory_iterator(ckpt)) {
     const std::string name = e.path().filename();
-    EXPECT_TRUE(name == "LATEST" || name.rfind("it-", 0) == 0 || name.rfind(".tmp-", 0) == 0)
+    EXPECT_TRUE(name == "LATEST" || name == "OWNER" || name.rfind("it-", 0) == 0 ||
+                name.rfind(".tmp-", 0) == 0)
         << name;
   }
 }
