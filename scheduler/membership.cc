@@ -382,7 +382,10 @@ void SchedulerCore::SweepJob(Job& job, Clock::time_point now) {
     if (answered_low != INT64_MAX) {
       for (int i = 0; i < job.status.workers_size(); ++i) {
         auto* p = job.status.mutable_progress(i);
+        // The silent workers declared dead below keep what they reported: a worker waiting
+        // for every live worker to complete an iteration must not be told the dead one did.
         if (job.status.workers(i).alive() && !answered.contains(i) &&
+            !is_silent(job.status.workers(i), job.worker_seen, i) &&
             p->iteration() < answered_low) {
           p->set_iteration(answered_low);
         }

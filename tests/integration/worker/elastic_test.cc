@@ -72,7 +72,10 @@ TEST_F(ElasticJob, AWorkerKilledAndRestartedRejoinsAndTheJobEndsWithFour) {
 
 TEST_F(ElasticJob, BelowMinWorkersTheJobPausesThenFailsNamingTheEmptySlots) {
   sched_.Start(dir_ + "/scheduler", 0, {"--heartbeat-timeout", "3s"});
-  Submit("few", 4, 12000, "{min_workers: 3, max_failures: 3, pending_timeout: 3s}");
+  // Samples for far more iterations than the kills need: workers report their progress about
+  // once a second, so the kills come a second or so after iteration 5, and must still find
+  // the job training. (It fails at the pause's timeout, whatever its length.)
+  Submit("few", 4, 48000, "{min_workers: 3, max_failures: 3, pending_timeout: 3s}");
   std::vector<pid_t> w;
   for (int i = 0; i < 4; ++i) w.push_back(Worker("few", i));
   WaitForIteration("few", 5);
