@@ -157,16 +157,21 @@ absl::Status Session::AwaitLiveWorkersAt(int64_t iteration) {
   // This worker's report goes now, and the scheduler tells it as soon as every live worker's
   // has (no polling).
   follower_->AskCompleted(iteration);
+  // A membership that begins after `iteration` (a worker joining after the horizon) changes
+  // nothing here: the live workers still complete it, and every one leaves the stretch at
+  // that epoch's boundary.
+  auto changed_under = [&](const herd::v1::EpochView& v) {
+    return v.membership_generation() != generation && v.epoch_start_iteration() <= iteration;
+  };
   const scheduler::Follower::State state = follower_->WaitFor(
       [&](const scheduler::Follower::State& s) {
         return !s.refused.ok() || s.completed >= iteration ||
-               (s.view != nullptr &&
-                (scheduler::ViewEnded(*s.view) || s.view->membership_generation() != generation));
+               (s.view != nullptr && (scheduler::ViewEnded(*s.view) || changed_under(*s.view)));
       },
       by);
   // An ended job: the caller's next call to the scheduler says how.
   if (state.view != nullptr && scheduler::ViewEnded(*state.view)) return absl::OkStatus();
-  if (state.view != nullptr && state.view->membership_generation() != generation) {
+  if (state.view != nullptr && changed_under(*state.view)) {
     return absl::UnavailableError(absl::StrFormat(
         "job '%s' changed its membership (%s) while worker %d waited for the live workers "
         "to complete iteration %d",
