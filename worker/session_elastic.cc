@@ -147,21 +147,26 @@ absl::Status Session::AwaitLiveWorkersAt(int64_t iteration) {
     return absl::OkStatus();
   }
   int32_t generation = 0;
+  std::vector<int> members;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (comm_ == nullptr) return absl::OkStatus();
     generation = generation_;
+    members = members_;
   }
   const Deadline by =
       Deadline::After(options_.timeout + milliseconds(registered_.heartbeat_timeout_ms()));
   // This worker's report goes now, and the scheduler tells it as soon as every live worker's
   // has (no polling).
   follower_->AskCompleted(iteration);
-  // A membership that begins after `iteration` (a worker joining after the horizon) changes
-  // nothing here: the live workers still complete it, and every one leaves the stretch at
-  // that epoch's boundary.
+  // A death changes everything here (every survivor meets it and Recovers, even when nothing
+  // runs again); a worker joining after the horizon changes nothing: the live workers still
+  // complete `iteration`, and every one leaves the stretch at the join's boundary.
   auto changed_under = [&](const herd::v1::EpochView& v) {
-    return v.membership_generation() != generation && v.epoch_start_iteration() <= iteration;
+    if (v.membership_generation() == generation) return false;
+    if (v.epoch_start_iteration() <= iteration) return true;
+    return std::any_of(members.begin(), members.end(),
+                       [&](int r) { return !scheduler::ViewHasRank(v, r); });
   };
   const scheduler::Follower::State state = follower_->WaitFor(
       [&](const scheduler::Follower::State& s) {
