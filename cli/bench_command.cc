@@ -147,12 +147,14 @@ class BenchCommand : public Command {
     control_->add_option("--rate", cp_options_.rate, "Iterations per second the job runs at")
         ->check(CLI::Range(0.1, 10000.0))
         ->capture_default_str();
-    control_->add_option("--ucx-address-bytes", cp_options_.ucx_address_bytes,
-                         "Bytes of the UCX address each worker registers")
+    control_
+        ->add_option("--ucx-address-bytes", cp_options_.ucx_address_bytes,
+                     "Bytes of the UCX address each worker registers")
         ->check(CLI::Range(0, 16384))
         ->capture_default_str();
-    control_->add_option("--heartbeat-timeout-ms", cp_timeout_ms_,
-                         "The scheduler's heartbeat timeout (membership_change_s is net of it)")
+    control_
+        ->add_option("--heartbeat-timeout-ms", cp_timeout_ms_,
+                     "The scheduler's heartbeat timeout (membership_change_s is net of it)")
         ->check(CLI::Range(100, 600000))
         ->capture_default_str();
     control_->add_option("--scheduler-binary", cp_options_.scheduler_binary,
@@ -185,7 +187,8 @@ class BenchCommand : public Command {
  private:
   int RunControlPlane() {
     cp_options_.workers.clear();
-    for (const auto& n : std::vector<std::string>(absl::StrSplit(cp_workers_, ',', absl::SkipEmpty()))) {
+    for (const auto& n :
+         std::vector<std::string>(absl::StrSplit(cp_workers_, ',', absl::SkipEmpty()))) {
       int v = 0;
       if (!absl::SimpleAtoi(n, &v) || v < 1 || v > 16384) {
         return UsageError(*control_, "--workers: '" + n + "' is not a count in 1..16384");

@@ -75,8 +75,8 @@ class SchedulerMetrics {
   prometheus::Gauge& follow_streams_;
   prometheus::Counter& follow_events_;
   std::map<std::string, prometheus::Counter*> rpc_now_;  // guarded by mu_: method -> series
-  std::map<std::string, std::string> state_now_;  // guarded by mu_: job -> its state label
-  std::map<std::string, std::string> mode_now_;   // guarded by mu_: job -> its mode label
+  std::map<std::string, std::string> state_now_;         // guarded by mu_: job -> its state label
+  std::map<std::string, std::string> mode_now_;          // guarded by mu_: job -> its mode label
 };
 
 }  // namespace herd::metrics

@@ -27,8 +27,8 @@ namespace herd::scheduler {
 namespace {
 
 using herd::v1::FollowEvent;
-using herd::v1::JobStatus;
 using herd::v1::FollowRequest;
+using herd::v1::JobStatus;
 
 int64_t NowUnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -105,9 +105,9 @@ absl::StatusOr<uint64_t> SchedulerCore::OpenFollow(const FollowRequest& first,
     // A process of a job that ended hears it at once; it is not an error to ask.
     auto it = nodes_.find(first.node_id());
     if (first.node_id() == 0 || it == nodes_.end() || it->second.job != first.job()) {
-      return absl::NotFoundError(absl::StrFormat(
-          "cannot follow job '%s': node id %d is not registered in it", first.job(),
-          first.node_id()));
+      return absl::NotFoundError(
+          absl::StrFormat("cannot follow job '%s': node id %d is not registered in it", first.job(),
+                          first.node_id()));
     }
     ref = it->second;
   } else {
@@ -144,8 +144,8 @@ absl::Status SchedulerCore::TakeFollow(uint64_t id, const FollowRequest& msg) {
   if ((!msg.job().empty() && msg.job() != ref.job) ||
       (msg.node_id() != 0 && msg.node_id() != ref.node_id)) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "a Follow stream of node %d of job '%s' cannot speak for node %d of job '%s'",
-        ref.node_id, ref.job, msg.node_id(), msg.job()));
+        "a Follow stream of node %d of job '%s' cannot speak for node %d of job '%s'", ref.node_id,
+        ref.job, msg.node_id(), msg.job()));
   }
   HERD_RETURN_IF_ERROR(HearWitness(msg.seen_state_seq(), ref.job, ref.node_id));
   HERD_ASSIGN_OR_RETURN(Job * job, FindJob(ref.job));
@@ -169,18 +169,17 @@ absl::Status SchedulerCore::TakeFollowLocked(Job& job, uint64_t id, const Follow
     herd::v1::HeartbeatRequest hb;
     hb.set_durable_version(msg.durable_version());
     if (ref.role != herd::v1::ROLE_SERVER || msg.durable_version() < 0) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s reports durable version %d; only servers report one, and it is >= 0",
-          DescribeMember(ref.role, *me), msg.durable_version()));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s reports durable version %d; only servers report one, and it is >= 0",
+                          DescribeMember(ref.role, *me), msg.durable_version()));
     }
     RecordDurableVersion(job, ref.slot, hb);
   }
   if (ref.role != herd::v1::ROLE_WORKER) {
     if (msg.has_completed_iteration() || msg.iterations_size() > 0 || msg.want_horizon() > 0 ||
         msg.want_completed() > 0) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("%s reports training progress; only workers do",
-                          DescribeMember(ref.role, *me)));
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s reports training progress; only workers do", DescribeMember(ref.role, *me)));
     }
     return absl::OkStatus();
   }
@@ -364,8 +363,8 @@ bool SchedulerCore::GatheringAnswered(const Job& job) const {
   for (const auto& [id, f] : job.followers) {
     if (f.role != herd::v1::ROLE_WORKER) continue;
     const auto& m = job.status.workers(f.slot);
-    const bool silent = Clock::now() - job.worker_seen[static_cast<size_t>(f.slot)] >
-                        options_.heartbeat_timeout;
+    const bool silent =
+        Clock::now() - job.worker_seen[static_cast<size_t>(f.slot)] > options_.heartbeat_timeout;
     if (m.alive() && !m.finished() && !silent && f.answered_notice != job.gathering.notice) {
       return false;
     }

@@ -356,16 +356,16 @@ void SchedulerCore::SweepJob(Job& job, Clock::time_point now) {
       ModeShrinks(mode_now) && followed) {
     if (job.gathering.notice == 0) {
       job.gathering.notice = ++job.notices;
-      job.gathering.deadline =
-          now + std::max<Clock::duration>(std::chrono::milliseconds(250),
-                                          options_.heartbeat_timeout / 4);
+      job.gathering.deadline = now + std::max<Clock::duration>(std::chrono::milliseconds(250),
+                                                               options_.heartbeat_timeout / 4);
       herd::v1::FollowEvent e = EventFor(job, /*with_view=*/false);
       for (auto& [id, f] : job.followers) {
         if (f.role == herd::v1::ROLE_WORKER) f.sink->Send(e);
       }
-      Log().info("scheduler: job '{}': {} worker(s) silent; asking the live workers where they "
-                 "are (notice {})",
-                 job.status.spec().name(), silent_workers, job.gathering.notice);
+      Log().info(
+          "scheduler: job '{}': {} worker(s) silent; asking the live workers where they "
+          "are (notice {})",
+          job.status.spec().name(), silent_workers, job.gathering.notice);
       return;
     }
     if (!GatheringAnswered(job) && now < job.gathering.deadline) return;
@@ -440,9 +440,9 @@ void SchedulerCore::SweepJob(Job& job, Clock::time_point now) {
   // collective's deadline. (A shard that dies is expected back on its state directory.)
   if (dead_workers > 0 && running && ModeNeedsEveryWorker(mode)) {
     next.set_failed_process("the scheduler's failure detector");
-    next.set_failure_reason(absl::StrFormat(
-        "%s; mode %s needs all %d workers%s", why, mode.mode(), next.workers_size(),
-        elastic ? " (it does not go on at P-1 in an elastic job yet)" : ""));
+    next.set_failure_reason(
+        absl::StrFormat("%s; mode %s needs all %d workers%s", why, mode.mode(), next.workers_size(),
+                        elastic ? " (it does not go on at P-1 in an elastic job yet)" : ""));
     EndJob(next, herd::v1::JOB_FAILED, "failed: " + next.failure_reason());
     if (auto st = CommitEnding(job, std::move(next)); !st.ok()) {
       Log().error("scheduler: {}", std::string(st.message()));

@@ -4,9 +4,9 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <map>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>

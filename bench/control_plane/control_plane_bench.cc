@@ -57,18 +57,17 @@ absl::Status RunControlPlaneBench(const BenchOptions& o) {
                         [&] { return scheduler->RssMib(); }};
       absl::StatusOr<SimResult> r = protocol == "follow" ? RunFollowSim(s, g) : RunLegacySim(s, g);
       if (!r.ok()) {
-        std::fprintf(stderr, "herd bench control-plane: %s, %d workers: %s\n", protocol.c_str(),
-                     n, r.status().ToString().c_str());
+        std::fprintf(stderr, "herd bench control-plane: %s, %d workers: %s\n", protocol.c_str(), n,
+                     r.status().ToString().c_str());
         continue;
       }
       if (o.json) {
         std::printf("%s\n", Json(*r).c_str());
       } else {
         std::printf("%-8s %7d %9.2f %11.4f %11.1f %8.3f %8.1f %9.3f %9.3f %9.3f %9.3f %9s\n",
-                    r->protocol.c_str(), r->workers, r->achieved_rate,
-                    r->rpcs_per_worker_iteration, r->bytes_per_worker_iteration,
-                    r->scheduler_cpu_cores, r->scheduler_rss_mib, r->stall_p99_ms, r->register_s,
-                    r->membership_change_s, r->mode_switch_s,
+                    r->protocol.c_str(), r->workers, r->achieved_rate, r->rpcs_per_worker_iteration,
+                    r->bytes_per_worker_iteration, r->scheduler_cpu_cores, r->scheduler_rss_mib,
+                    r->stall_p99_ms, r->register_s, r->membership_change_s, r->mode_switch_s,
                     r->switched_together ? "yes" : "no");
       }
       std::fflush(stdout);

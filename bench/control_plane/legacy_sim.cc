@@ -63,8 +63,8 @@ class Calls {
 };
 
 // The callback form of a method of the stub (the name alone is overloaded).
-#define HERD_ASYNC(Method)                                                               \
-  [](Stub::async_interface* a, grpc::ClientContext* c, const auto* q, auto* p,           \
+#define HERD_ASYNC(Method)                                                     \
+  [](Stub::async_interface* a, grpc::ClientContext* c, const auto* q, auto* p, \
      std::function<void(grpc::Status)> f) { a->Method(c, q, p, std::move(f)); }
 
 // One asynchronous unary call; `answered` runs with its latency once the answer is there.
@@ -103,7 +103,9 @@ absl::StatusOr<SimResult> RunLegacySim(const SimOptions& o, const SchedulerGauge
     stubs.push_back(herd::v1::Scheduler::NewStub(
         grpc::CreateCustomChannel(o.scheduler, grpc::InsecureChannelCredentials(), args)));
   }
-  auto stub_of = [&](int r) -> Stub& { return *stubs[static_cast<size_t>(r / o.workers_per_channel)]; };
+  auto stub_of = [&](int r) -> Stub& {
+    return *stubs[static_cast<size_t>(r / o.workers_per_channel)];
+  };
   const std::string job = absl::StrFormat("cp-legacy-%d", o.workers);
   HERD_RETURN_IF_ERROR(clients[0]->SubmitJob(BenchJob(job, o.workers)).status());
 
@@ -131,18 +133,19 @@ absl::StatusOr<SimResult> RunLegacySim(const SimOptions& o, const SchedulerGauge
   // Heartbeats: every worker every interval, spread over the interval.
   Calls beats;
   std::atomic<bool> beating{true};
-  std::atomic<int> dead{-1};           // the worker whose heartbeats stop (a death)
+  std::atomic<int> dead{-1};            // the worker whose heartbeats stop (a death)
   std::atomic<uint64_t> seen_epoch{0};  // set by the survivors once they see a new epoch
   std::thread heart([&] {
-    const auto step = std::chrono::milliseconds(std::max<int64_t>(interval_ms, 50)) /
-                      std::max(1, o.workers);
+    const auto step =
+        std::chrono::milliseconds(std::max<int64_t>(interval_ms, 50)) / std::max(1, o.workers);
     auto next = Clock::now();
     for (int r = 0; beating.load(); r = (r + 1) % o.workers) {
       if (r != dead.load()) {
         herd::v1::HeartbeatRequest req;
         req.set_job(job);
         req.set_node_id(node[static_cast<size_t>(r)]);
-        Call<herd::v1::HeartbeatRequest, herd::v1::HeartbeatResponse>(stub_of(r), HERD_ASYNC(Heartbeat), req, beats);
+        Call<herd::v1::HeartbeatRequest, herd::v1::HeartbeatResponse>(
+            stub_of(r), HERD_ASYNC(Heartbeat), req, beats);
       }
       next += step;
       std::this_thread::sleep_until(next);
@@ -155,8 +158,7 @@ absl::StatusOr<SimResult> RunLegacySim(const SimOptions& o, const SchedulerGauge
   std::vector<double> stalls;
   std::string switched_mode;
   std::vector<int64_t> switched_at(static_cast<size_t>(o.workers), -1);
-  auto run = [&](int64_t count, bool record,
-                 const std::function<bool()>& stop) -> absl::Status {
+  auto run = [&](int64_t count, bool record, const std::function<bool()>& stop) -> absl::Status {
     auto next = Clock::now();
     for (int64_t k = 0; k < count; ++k, ++iteration) {
       std::this_thread::sleep_until(next);

@@ -43,8 +43,8 @@ absl::StatusOr<std::unique_ptr<SchedulerProcess>> SchedulerProcess::Start(
       return p;
     }
     if (p->children_.PollExit().has_value() || std::chrono::steady_clock::now() > deadline) {
-      return absl::UnavailableError(absl::StrFormat(
-          "the scheduler did not start: %s", p->children_.LogTail("scheduler", 10)));
+      return absl::UnavailableError(absl::StrFormat("the scheduler did not start: %s",
+                                                    p->children_.LogTail("scheduler", 10)));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

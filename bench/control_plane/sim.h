@@ -30,7 +30,7 @@ struct SimOptions {
   int ucx_address_bytes = 250;
   int workers_per_channel = 128;
   std::chrono::milliseconds heartbeat_timeout{10000};
-  bool changes = true;  // also measure a mode switch and a membership change
+  bool changes = true;              // also measure a mode switch and a membership change
   std::chrono::seconds limit{600};  // give up a phase that takes longer
 };
 

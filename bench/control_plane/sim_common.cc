@@ -40,10 +40,10 @@ herd::v1::JobSpec BenchJob(const std::string& name, int workers) {
   return spec;
 }
 
-absl::Status RegisterAll(const std::vector<std::unique_ptr<scheduler::SchedulerClient>>& clients,
-                         const std::string& job, int workers, int per_channel, int ucx_bytes,
-                         const std::function<void(int, const herd::v1::RegisterNodeResponse&)>&
-                             registered) {
+absl::Status RegisterAll(
+    const std::vector<std::unique_ptr<scheduler::SchedulerClient>>& clients, const std::string& job,
+    int workers, int per_channel, int ucx_bytes,
+    const std::function<void(int, const herd::v1::RegisterNodeResponse&)>& registered) {
   const int threads = std::min(16, workers);
   std::atomic<int> next{0};
   std::mutex mu;

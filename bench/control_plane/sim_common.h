@@ -31,10 +31,10 @@ herd::v1::JobSpec BenchJob(const std::string& name, int workers);
 
 // Registers every worker (from a few threads, as many processes would), calling `registered`
 // with each answer (on those threads). The UCX address each one registers is `ucx_bytes` long.
-absl::Status RegisterAll(const std::vector<std::unique_ptr<scheduler::SchedulerClient>>& clients,
-                         const std::string& job, int workers, int per_channel, int ucx_bytes,
-                         const std::function<void(int, const herd::v1::RegisterNodeResponse&)>&
-                             registered);
+absl::Status RegisterAll(
+    const std::vector<std::unique_ptr<scheduler::SchedulerClient>>& clients, const std::string& job,
+    int workers, int per_channel, int ucx_bytes,
+    const std::function<void(int, const herd::v1::RegisterNodeResponse&)>& registered);
 
 // The q-quantile (0..1) of `values` (sorts them).
 double Quantile(std::vector<double>& values, double q);

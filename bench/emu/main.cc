@@ -76,8 +76,7 @@ int Probe(ProbeOptions probe, const std::string& rate_text, const std::string& b
   if (!bytes.ok()) return Fail("probe", bytes.status());
   probe.bytes = *bytes;
   InstallInterruptHandlers();
-  auto cluster =
-      Cluster::Create(probe.rank.ranks, *rate, probe.ranks_per_host, probe.round_robin);
+  auto cluster = Cluster::Create(probe.rank.ranks, *rate, probe.ranks_per_host, probe.round_robin);
   if (!cluster.ok()) return Fail("probe", cluster.status());
   auto result = MeasureInCluster(**cluster, SelfExe(), probe);
   if (!result.ok()) return Fail("probe", result.status());

@@ -50,8 +50,8 @@ using namespace std::chrono_literals;
 // A std::runtime_error (Python's RuntimeError with the message alone: a c10::Error rethrown
 // from a Work would carry a C++ backtrace into the message).
 [[noreturn]] void Throw(const absl::Status& st) {
-  throw std::runtime_error(absl::StrFormat("herd: %s: %s", absl::StatusCodeToString(st.code()),
-                                           st.message()));
+  throw std::runtime_error(
+      absl::StrFormat("herd: %s: %s", absl::StatusCodeToString(st.code()), st.message()));
 }
 void Check(const absl::Status& st) {
   if (!st.ok()) Throw(st);
@@ -945,9 +945,9 @@ class ProcessGroupHerd final : public BackendBase {
       }
     }
     if (!failed.empty()) {
-      throw std::runtime_error(absl::StrFormat(
-          "herd: %s %s failed to pass monitoredBarrier in %d ms",
-          failed.size() == 1 ? "Rank" : "Ranks", absl::StrJoin(failed, ", "), ms));
+      throw std::runtime_error(
+          absl::StrFormat("herd: %s %s failed to pass monitoredBarrier in %d ms",
+                          failed.size() == 1 ? "Rank" : "Ranks", absl::StrJoin(failed, ", "), ms));
     }
     std::vector<transport::Request> acks;
     for (int r = 1; r < size_; ++r) acks.push_back(comm.isend(r, tag, Bytes(arrived[r]->buffer)));

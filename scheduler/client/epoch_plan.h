@@ -24,9 +24,9 @@ namespace herd::scheduler {
 
 // The mode in force at `iteration` (the last schedule entry starting at or before it; the
 // spec's mode when the schedule is empty).
-const herd::v1::ModeSpec& ModeAt(const herd::v1::JobSpec& spec,
-                                 const google::protobuf::RepeatedPtrField<herd::v1::ModeSwitch>& schedule,
-                                 int64_t iteration);
+const herd::v1::ModeSpec& ModeAt(
+    const herd::v1::JobSpec& spec,
+    const google::protobuf::RepeatedPtrField<herd::v1::ModeSwitch>& schedule, int64_t iteration);
 
 // The worker ranks a view's plans cover, ascending: every slot but the absent ones.
 std::vector<int> ViewRanks(const herd::v1::EpochView& view);

@@ -212,8 +212,8 @@ absl::Status Follower::Flush(Deadline deadline) {
                       std::min<std::chrono::nanoseconds>(deadline.remaining(), milliseconds(100)));
   }
   if (synced_ >= ticket) return absl::OkStatus();
-  return absl::DeadlineExceededError(absl::StrFormat(
-      "%s: the scheduler did not confirm the last reports in time", options_.what));
+  return absl::DeadlineExceededError(
+      absl::StrFormat("%s: the scheduler did not confirm the last reports in time", options_.what));
 }
 
 bool Follower::SendDue(Clock::time_point now) const {

@@ -62,9 +62,9 @@ class Follower : private SchedulerClient::FollowHandler {
   // What the process knows of its job now.
   struct State {
     std::shared_ptr<const herd::v1::EpochView> view;  // null before the first event
-    int64_t horizon = -1;    // plans hold up to this iteration
-    int64_t completed = -1;  // every live worker completed it
-    uint64_t events = 0;     // events taken so far
+    int64_t horizon = -1;                             // plans hold up to this iteration
+    int64_t completed = -1;                           // every live worker completed it
+    uint64_t events = 0;                              // events taken so far
     // The scheduler's refusal of the stream (e.g. this node was declared dead, or the state went
     // back in time: DATA_LOSS); OK while it follows.
     absl::Status refused;
@@ -140,9 +140,9 @@ class Follower : private SchedulerClient::FollowHandler {
   uint64_t notice_ ABSL_GUARDED_BY(mu_) = 0;  // the newest one heard
   uint64_t answered_ ABSL_GUARDED_BY(mu_) = 0;
   bool send_now_ ABSL_GUARDED_BY(mu_) = false;
-  uint64_t sync_asked_ ABSL_GUARDED_BY(mu_) = 0;   // the newest sync to send
-  uint64_t sync_sent_ ABSL_GUARDED_BY(mu_) = 0;    // ... sent
-  uint64_t synced_ ABSL_GUARDED_BY(mu_) = 0;       // ... answered
+  uint64_t sync_asked_ ABSL_GUARDED_BY(mu_) = 0;    // the newest sync to send
+  uint64_t sync_sent_ ABSL_GUARDED_BY(mu_) = 0;     // ... sent
+  uint64_t synced_ ABSL_GUARDED_BY(mu_) = 0;        // ... answered
   bool fresh_stream_ ABSL_GUARDED_BY(mu_) = false;  // a new stream: identify at once
 
   std::atomic<uint64_t> sent_{0}, sent_bytes_{0}, taken_{0}, taken_bytes_{0};

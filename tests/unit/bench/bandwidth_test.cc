@@ -80,7 +80,8 @@ TEST(PlanHerdRuns, DefaultsAndSkips) {
   ASSERT_TRUE(plan.ok());
   ASSERT_EQ(plan->runs.size(), 1u);
   ASSERT_EQ(plan->skipped.size(), 1u);
-  EXPECT_NE(plan->skipped[0].find("broadcast (supports auto, lp, tree, shm, hier)"), std::string::npos);
+  EXPECT_NE(plan->skipped[0].find("broadcast (supports auto, lp, tree, shm, hier)"),
+            std::string::npos);
 }
 
 TEST(PlanHerdRuns, UnknownAlgorithmNamesWhatEachOpSupports) {
