@@ -107,6 +107,19 @@ std::string GrowRefusal(const herd::v1::JobStatus& s, const herd::v1::ModeSpec& 
       name, s.spec().name(), s.workers_size(), mode.mode());
 }
 
+std::string EndRefusal(const herd::v1::JobStatus& s, std::string_view name) {
+  const int64_t planned = s.planned_iterations();
+  if (planned <= 0) return "";
+  const int64_t begins =
+      std::max({s.epoch_start_iteration(), s.completed_iteration() + 1, s.issued_iteration() + 1});
+  if (begins < planned) return "";
+  return absl::StrFormat(
+      "worker '%s' cannot join running elastic job '%s': it ends after iteration %d, and every "
+      "iteration left is planned for its live workers already (they hold plans up to iteration "
+      "%d); there is nothing left for it to do, and the job is unchanged",
+      name, s.spec().name(), planned - 1, s.issued_iteration());
+}
+
 void NoteWorkerJoin(herd::v1::JobStatus& next, std::string why, int slot, int64_t now_ms) {
   next.set_membership_generation(next.membership_generation() + 1);
   // The newcomer starts at the epoch's boundary: its report from before its death (or none)

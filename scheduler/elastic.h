@@ -48,6 +48,12 @@ void NoteWorkerLoss(herd::v1::JobStatus& next, std::string why, int64_t now_ms);
 std::string JoinRefusal(const herd::v1::JobStatus& s, const herd::v1::ModeSpec& mode,
                         std::string_view name);
 
+// Whether a worker joining running elastic job `s` now has an iteration left to join: it begins
+// after the horizon (AdvanceEpoch's kAfterHorizon), and a job whose planned end the horizon has
+// reached holds every iteration left for its live workers already. "" when it has one, else
+// why not (FAILED_PRECONDITION, like registering into a job that completed).
+std::string EndRefusal(const herd::v1::JobStatus& s, std::string_view name);
+
 // Whether running elastic job `s` may grow by one slot for newcomer `name` (its next iteration
 // in `mode`; JoinRefusal allowed the join): "" when it may, else why not. Only a mode whose live
 // workers rebuild for the new count at the epoch (`shrinks`) grows; `ps_async` takes a worker

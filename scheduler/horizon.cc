@@ -7,12 +7,17 @@ namespace herd::scheduler {
 
 void RateEstimate::Observe(int64_t iteration, Clock::time_point at) {
   if (iteration <= highest_) return;
-  if (highest_ >= 0 && at > at_) {
-    const double seconds = std::chrono::duration<double>(at - at_).count();
-    const double now = static_cast<double>(iteration - highest_) / seconds;
-    // Weighted towards the recent rate, smoothed over a few reports (a report is rank 0's
+  if (window_iteration_ < 0) {
+    window_iteration_ = iteration;
+    window_at_ = at;
+  } else if (at - window_at_ >= kWindow) {
+    const double seconds = std::chrono::duration<double>(at - window_at_).count();
+    const double now = static_cast<double>(iteration - window_iteration_) / seconds;
+    // Weighted towards the recent rate, smoothed over a few windows (a report is rank 0's
     // every quarter second, or any worker's heartbeat).
     rate_ = rate_ == 0 ? now : 0.7 * rate_ + 0.3 * now;
+    window_iteration_ = iteration;
+    window_at_ = at;
   }
   highest_ = iteration;
   at_ = at;
@@ -20,8 +25,11 @@ void RateEstimate::Observe(int64_t iteration, Clock::time_point at) {
 
 int64_t RateEstimate::Estimate(Clock::time_point now) const {
   if (highest_ < 0 || rate_ <= 0 || now <= at_) return highest_;
-  // Never more than a few seconds of extrapolation: a job that stopped reporting has stopped.
-  const double seconds = std::min(std::chrono::duration<double>(now - at_).count(), 5.0);
+  // Reports are batched (rank 0's every quarter second), so the job is a little ahead of the
+  // newest; but never more than half a second of extrapolation: a job that stopped reporting
+  // has stopped (it waits on a dead peer, say), and a horizon that ran on while it stood would
+  // put everything the scheduler plans next (a join, a mode switch) seconds too late.
+  const double seconds = std::min(std::chrono::duration<double>(now - at_).count(), 0.5);
   return highest_ + static_cast<int64_t>(std::floor(rate_ * seconds));
 }
 

@@ -14,10 +14,14 @@
 namespace herd::scheduler {
 
 // The iteration rate of a job, from the progress its workers report (an exponentially weighted
-// mean of the rate between the highest iterations reported).
+// mean of the rate over windows of at least kWindow). Reports come from every worker, each a
+// little ahead of or behind the others and batched at its own moment: two of them a
+// millisecond apart one iteration apart are no measure of the rate (a thousand a second), so a
+// rate is taken only across a window long enough that such a lead is a small part of it.
 class RateEstimate {
  public:
   using Clock = std::chrono::steady_clock;
+  static constexpr std::chrono::milliseconds kWindow{200};
   // A worker completed `iteration` (reported at `at`). Only a new highest iteration counts.
   void Observe(int64_t iteration, Clock::time_point at);
   // Iterations per second (0 until two reports).
@@ -25,12 +29,16 @@ class RateEstimate {
   // The highest iteration reported, and when (-1 / the epoch of the clock before any).
   int64_t highest() const { return highest_; }
   Clock::time_point highest_at() const { return at_; }
-  // Where the job probably is at `now`: the highest report moved on at the rate.
+  // Where the job probably is at `now`: the highest report moved on at the rate, for at most
+  // half a second.
   int64_t Estimate(Clock::time_point now) const;
 
  private:
   int64_t highest_ = -1;
   Clock::time_point at_{};
+  // Where the current window began: the highest iteration then, and when.
+  int64_t window_iteration_ = -1;
+  Clock::time_point window_at_{};
   double rate_ = 0;
 };
 

@@ -183,6 +183,9 @@ absl::StatusOr<herd::v1::RegisterNodeResponse> SchedulerCore::RegisterNode(
     if (std::string refused = JoinRefusal(job->status, mode, req.name()); !refused.empty()) {
       return absl::FailedPreconditionError(refused);
     }
+    if (std::string refused = EndRefusal(job->status, req.name()); !refused.empty()) {
+      return absl::FailedPreconditionError(refused);
+    }
     if (std::string refused = GrowRefusal(job->status, mode, req.name());
         slot == count && !refused.empty()) {
       return absl::FailedPreconditionError(refused);

@@ -348,6 +348,36 @@ TEST_F(Elastic, ARestartedWorkerTakesItsSlotBackAtANewEpoch) {
       << job->membership_events(job->membership_events_size() - 1).what();
 }
 
+TEST_F(Elastic, AWorkerRestartedOnceTheHorizonReachedTheEndIsRefusedAndChangesNothing) {
+  Open(300ms);
+  ASSERT_TRUE(core_->SubmitJob(ElasticSpec("j", 4, 2, 3, 60000)).ok());
+  const std::vector<uint64_t> ids = Register("j", 4);
+  ASSERT_EQ(core_->GetJob("j")->state(), herd::v1::JOB_RUNNING);
+  // The workers run iterations 0..10 (they declared 11).
+  herd::v1::DeclareModelRequest declare;
+  declare.set_job("j");
+  declare.set_node_id(ids[0]);
+  *declare.mutable_tensors() = core_->GetJob("j")->spec().tensors();
+  declare.set_planned_iterations(11);
+  ASSERT_TRUE(core_->DeclareModel(declare).ok());
+  for (int w = 0; w < 4; ++w) Report("j", ids[w], 9);
+  KeepAlive("j", {ids[0], ids[2], ids[3]}, 700ms);
+  ASSERT_FALSE(core_->GetJob("j")->workers(1).alive());
+  Report("j", ids[0], 10);
+  ASSERT_EQ(core_->GetJob("j")->issued_iteration(), 10) << "the horizon is at the last iteration";
+
+  // A join would begin at iteration 11, which nobody runs: it would wait for a plan forever.
+  const std::string before = core_->GetJob("j")->SerializeAsString();
+  auto late = Join("j", "w1");
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(late.status().message().find("ends after iteration 10"), std::string::npos)
+      << late.status();
+  EXPECT_NE(late.status().message().find("nothing left for it to do"), std::string::npos)
+      << late.status();
+  EXPECT_EQ(core_->GetJob("j")->SerializeAsString(), before);
+}
+
 TEST_F(Elastic, AJoinEndsAPauseOnceMinWorkersAreBack) {
   Open(300ms);
   ASSERT_TRUE(core_->SubmitJob(ElasticSpec("j", 4, 4, 5, 60000)).ok());
