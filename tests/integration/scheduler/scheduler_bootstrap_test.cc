@@ -47,7 +47,7 @@ using testing::TempDir;
 constexpr int kWorkers = 4;
 constexpr size_t kCount = (size_t{1} << 20) + 3;  // not a multiple of the rank count
 
-constexpr char kSpec[] = R"(name: ring4
+constexpr char kRingSpec[] = R"(name: ring4
 mode: decentralized
 topology: ring
 workers: 4
@@ -106,7 +106,7 @@ TEST(SchedulerBootstrap, UcxWorkersThatKnowOnlyTheSchedulerFindEachOtherAndAllRe
   SchedulerProcess proc;
   proc.Start(dir.path() + "/state", 0, {"--heartbeat-timeout", "60s"});
   const std::string spec = dir.path() + "/ring4.yaml";
-  std::ofstream(spec) << kSpec;
+  std::ofstream(spec) << kRingSpec;
   auto submitted = RunHerd({"job", "submit", spec, "--scheduler", proc.address()});
   ASSERT_EQ(submitted.rc, 0) << submitted.out;
 

@@ -25,7 +25,7 @@ using scheduler::testing::SchedulerProcess;
 using scheduler::testing::SpawnHerd;
 using scheduler::testing::WaitExit;
 
-herd::v1::JobSpec PsJob(const std::string& name) {
+herd::v1::JobSpec RollbackPsJob(const std::string& name) {
   herd::v1::JobSpec spec;
   spec.set_name(name);
   spec.mutable_mode()->set_mode("ps_sync");
@@ -78,7 +78,7 @@ TEST_F(SchedulerRollbackTest, SchedulerWhoseLogWasCutAtARecordBoundaryRefusesToG
   scheduler_.Start(state.string(), 0, flags);
   const int port = scheduler_.port();
   auto client = Client();  // this test's worker: a witness like any process of the job
-  ASSERT_TRUE(client->SubmitJob(PsJob("cut")).ok());
+  ASSERT_TRUE(client->SubmitJob(RollbackPsJob("cut")).ok());
 
   // The job runs: a real shard and the worker are registered, the shard heartbeats.
   shard_ = SpawnHerd({"server", "--scheduler", scheduler_.address(), "--job", "cut", "--state",

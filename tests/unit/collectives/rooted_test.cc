@@ -76,7 +76,7 @@ void CheckReduce(Algorithm algorithm, int P, size_t count, DType dtype, ReduceOp
 }
 
 // 8-byte blocks for the small counts, 1 KiB (tens of blocks) for 10007 elements.
-size_t BlockFor(size_t count) { return count == kMidCount ? 1024 : 8; }
+size_t RootedBlockFor(size_t count) { return count == kMidCount ? 1024 : 8; }
 
 class RootedSweep : public ::testing::TestWithParam<std::tuple<Algorithm, int>> {};
 
@@ -84,7 +84,8 @@ TEST_P(RootedSweep, Broadcast) {
   auto [algorithm, P] = GetParam();
   for (DType dtype : kDTypes) {
     for (size_t count : Counts(P)) {
-      for (int root : Roots(P)) CheckBroadcast(algorithm, P, count, dtype, root, BlockFor(count));
+      for (int root : Roots(P))
+        CheckBroadcast(algorithm, P, count, dtype, root, RootedBlockFor(count));
     }
   }
   CheckBroadcast(algorithm, P, kLargeCount, DType::kFloat32, P / 2, 0);
@@ -96,7 +97,7 @@ TEST_P(RootedSweep, Reduce) {
     for (size_t count : Counts(P)) {
       for (int root : Roots(P)) {
         for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage}) {
-          CheckReduce(algorithm, P, count, dtype, op, root, BlockFor(count));
+          CheckReduce(algorithm, P, count, dtype, op, root, RootedBlockFor(count));
         }
       }
     }

@@ -62,23 +62,23 @@ std::vector<std::string> Sizes(const std::vector<int>& sizes) {
   return hosts;
 }
 
-enum class Op { kAllReduce, kReduceScatter, kAllGather, kBroadcast };
-const char* OpName(Op op) {
+enum class ShmOp { kAllReduce, kReduceScatter, kAllGather, kBroadcast };
+const char* OpName(ShmOp op) {
   switch (op) {
-    case Op::kAllReduce:
+    case ShmOp::kAllReduce:
       return "all-reduce";
-    case Op::kReduceScatter:
+    case ShmOp::kReduceScatter:
       return "reduce-scatter";
-    case Op::kAllGather:
+    case ShmOp::kAllGather:
       return "all-gather";
-    case Op::kBroadcast:
+    case ShmOp::kBroadcast:
       return "broadcast";
   }
   return "?";
 }
 
 struct Case {
-  Op op = Op::kAllReduce;
+  ShmOp op = ShmOp::kAllReduce;
   size_t count = 0;
   DType dtype = DType::kFloat32;
   ReduceOp reduce = ReduceOp::kSum;
@@ -104,7 +104,7 @@ absl::Status RunAndCheck(Communicator& comm, Algorithm algorithm, const Case& c)
     o.count = c.count;
   };
   switch (c.op) {
-    case Op::kAllReduce: {
+    case ShmOp::kAllReduce: {
       data = Input(c.dtype, c.count, r);
       want = Reference(c.dtype, c.reduce, P, c.count);
       AllReduceOptions o;
@@ -115,7 +115,7 @@ absl::Status RunAndCheck(Communicator& comm, Algorithm algorithm, const Case& c)
       st = AllReduce(o, algorithm);
       break;
     }
-    case Op::kReduceScatter: {
+    case ShmOp::kReduceScatter: {
       data = Input(c.dtype, c.count, r);
       want = Reference(c.dtype, c.reduce, P, c.count);
       ReduceScatterOptions o;
@@ -128,7 +128,7 @@ absl::Status RunAndCheck(Communicator& comm, Algorithm algorithm, const Case& c)
       n = ChunkSize(c.count, P, r);
       break;
     }
-    case Op::kAllGather: {
+    case ShmOp::kAllGather: {
       // Chunk q of the gathered vector is rank q's input there; the rest starts as the sentinel.
       want = Buffer(c.count * es);
       data = Filled(c.dtype, c.count, kSentinel);
@@ -145,7 +145,7 @@ absl::Status RunAndCheck(Communicator& comm, Algorithm algorithm, const Case& c)
       st = AllGather(o, algorithm);
       break;
     }
-    case Op::kBroadcast: {
+    case ShmOp::kBroadcast: {
       data = r == c.root ? Input(c.dtype, c.count, c.root) : Filled(c.dtype, c.count, kSentinel);
       want = Input(c.dtype, c.count, c.root);
       BroadcastOptions o;
@@ -202,12 +202,13 @@ TEST_P(ShmSweep, EveryOperationMatchesTheReference) {
     for (size_t count : Counts(P)) {
       for (ReduceOp reduce : OpsFor(dtype)) {
         // Direct (every rank reduces all) up to 16 KiB, and partitioned at every count.
-        cases.push_back({Op::kAllReduce, count, dtype, reduce});
-        cases.push_back({Op::kAllReduce, count, dtype, reduce, 0, 0});
-        cases.push_back({Op::kReduceScatter, count, dtype, reduce});
+        cases.push_back({ShmOp::kAllReduce, count, dtype, reduce});
+        cases.push_back({ShmOp::kAllReduce, count, dtype, reduce, 0, 0});
+        cases.push_back({ShmOp::kReduceScatter, count, dtype, reduce});
       }
-      cases.push_back({Op::kAllGather, count, dtype});
-      for (int root : {0, P - 1, P / 2}) cases.push_back({Op::kBroadcast, count, dtype, {}, root});
+      cases.push_back({ShmOp::kAllGather, count, dtype});
+      for (int root : {0, P - 1, P / 2})
+        cases.push_back({ShmOp::kBroadcast, count, dtype, {}, root});
     }
   }
   RunCases(Blocked(P, 1), Algorithm::kShm, cases);
@@ -259,12 +260,12 @@ TEST_P(HierSweep, EveryOperationMatchesTheReferenceOnEveryLayout) {
     for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kBFloat16, DType::kInt32}) {
       for (size_t count : {size_t{0}, size_t{1}, size_t(P - 1), size_t(P + 1), kMidCount}) {
         for (ReduceOp reduce : OpsFor(dtype)) {
-          cases.push_back({Op::kAllReduce, count, dtype, reduce});
-          if (layout.uniform) cases.push_back({Op::kReduceScatter, count, dtype, reduce});
+          cases.push_back({ShmOp::kAllReduce, count, dtype, reduce});
+          if (layout.uniform) cases.push_back({ShmOp::kReduceScatter, count, dtype, reduce});
         }
-        if (layout.uniform) cases.push_back({Op::kAllGather, count, dtype});
+        if (layout.uniform) cases.push_back({ShmOp::kAllGather, count, dtype});
         for (int root : {0, P - 1, P / 2}) {
-          cases.push_back({Op::kBroadcast, count, dtype, {}, root});
+          cases.push_back({ShmOp::kBroadcast, count, dtype, {}, root});
         }
       }
     }
@@ -283,10 +284,10 @@ TEST_F(ShmTest, AutoPicksRunOnEveryLayout) {
     const int P = static_cast<int>(hosts.size());
     std::vector<Case> cases;
     for (size_t bytes : {size_t{4}, size_t{4096}, size_t{65536}, size_t{1} << 20}) {
-      cases.push_back({Op::kAllReduce, bytes / 4, DType::kFloat32, ReduceOp::kAverage});
-      cases.push_back({Op::kReduceScatter, bytes / 4, DType::kFloat32, ReduceOp::kSum});
-      cases.push_back({Op::kAllGather, bytes / 4, DType::kFloat32});
-      cases.push_back({Op::kBroadcast, bytes / 4, DType::kFloat32, {}, P - 1});
+      cases.push_back({ShmOp::kAllReduce, bytes / 4, DType::kFloat32, ReduceOp::kAverage});
+      cases.push_back({ShmOp::kReduceScatter, bytes / 4, DType::kFloat32, ReduceOp::kSum});
+      cases.push_back({ShmOp::kAllGather, bytes / 4, DType::kFloat32});
+      cases.push_back({ShmOp::kBroadcast, bytes / 4, DType::kFloat32, {}, P - 1});
     }
     RunCases(hosts, Algorithm::kAuto, cases);
   }
@@ -319,13 +320,13 @@ void RunConcurrentHalves(const std::vector<std::string>& hosts, Algorithm algori
     absl::Status rs_status, ag_status;
     std::thread rs([&] {
       for (int b = 0; b < kBuckets && rs_status.ok(); ++b) {
-        Case c{Op::kReduceScatter, size_t(1000 + 97 * b), DType::kFloat32, ReduceOp::kSum};
+        Case c{ShmOp::kReduceScatter, size_t(1000 + 97 * b), DType::kFloat32, ReduceOp::kSum};
         rs_status = RunAndCheck(comm, algorithm, c);
       }
     });
     std::thread ag([&] {
       for (int b = 0; b < kBuckets && ag_status.ok(); ++b) {
-        Case c{Op::kAllGather, size_t(5000 - 131 * b), DType::kFloat32};
+        Case c{ShmOp::kAllGather, size_t(5000 - 131 * b), DType::kFloat32};
         ag_status = RunAndCheck(comm, algorithm, c);
       }
     });
@@ -352,12 +353,13 @@ TEST_F(ShmTest, AKilledRankIsNamedByEverySurvivor) {
     const int P = static_cast<int>(hosts.size()), victim = 1;
     auto statuses = RunRanksOnHosts(hosts, [&](Communicator& comm, LoopbackFabric& fabric) {
       // Warm up (the topology and the segment), then the victim dies instead of calling.
-      HERD_RETURN_IF_ERROR(RunAndCheck(comm, algorithm, {Op::kAllReduce, 20000, DType::kFloat32}));
+      HERD_RETURN_IF_ERROR(
+          RunAndCheck(comm, algorithm, {ShmOp::kAllReduce, 20000, DType::kFloat32}));
       if (comm.rank() == victim) {
         fabric.kill(victim, absl::UnavailableError("killed by the test"));
         return absl::OkStatus();
       }
-      return RunAndCheck(comm, algorithm, {Op::kAllReduce, 20000, DType::kFloat32});
+      return RunAndCheck(comm, algorithm, {ShmOp::kAllReduce, 20000, DType::kFloat32});
     });
     for (int q = 0; q < P; ++q) {
       if (q == victim) continue;

@@ -24,7 +24,7 @@ using compression::Compressor;
 using herd::testing::FirstError;
 using herd::testing::SpawnRanks;
 
-constexpr std::chrono::milliseconds kTimeout{std::chrono::seconds(30)};
+constexpr std::chrono::milliseconds kLowPrecisionTimeout{std::chrono::seconds(30)};
 
 std::vector<float> Gaussian(size_t n, uint32_t seed, float sigma = 1.0f) {
   std::mt19937 gen(seed);
@@ -45,7 +45,7 @@ struct Node {
     DecentralizedLowPrecisionOptions o;
     o.comm = &comm;
     o.tag = 5;
-    o.timeout = kTimeout;
+    o.timeout = kLowPrecisionTimeout;
     o.data = data.data();
     o.count = data.size();
     o.peers = peers;

@@ -16,7 +16,7 @@ namespace {
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
-Deadline Soon() { return Deadline::After(20s); }
+Deadline FailureSoon() { return Deadline::After(20s); }
 
 TEST(UcxFailureTest, AbortWakesEveryWaiterAndSticks) {
   auto comms = herd::testing::MakeUcxCommunicators(2);
@@ -29,25 +29,25 @@ TEST(UcxFailureTest, AbortWakesEveryWaiterAndSticks) {
   // A send nobody receives: abort must release it too.
   Request s = comms[0]->isend(1, Tag::Make(OpKind::kUser, 0, 3), AsBytes(big.data(), big.size()));
   absl::Status other_thread;
-  std::thread waiter([&] { other_thread = comms[0]->wait(r2, Soon()); });
+  std::thread waiter([&] { other_thread = comms[0]->wait(r2, FailureSoon()); });
   std::thread aborter([&] {
     std::this_thread::sleep_for(50ms);
     EXPECT_TRUE(comms[0]->abort(absl::CancelledError("plan epoch changed")).ok());
   });
   auto start = Clock::now();
-  absl::Status st = comms[0]->wait(r1, Soon());
+  absl::Status st = comms[0]->wait(r1, FailureSoon());
   EXPECT_LT(Clock::now() - start, 5s);
   aborter.join();
   waiter.join();
   EXPECT_EQ(st.code(), absl::StatusCode::kCancelled);
   EXPECT_THAT(std::string(st.message()), HasSubstr("plan epoch changed"));
   EXPECT_EQ(other_thread.code(), absl::StatusCode::kCancelled);
-  EXPECT_EQ(comms[0]->wait(s, Soon()).code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(comms[0]->wait(s, FailureSoon()).code(), absl::StatusCode::kCancelled);
   EXPECT_EQ(comms[0]->status().code(), absl::StatusCode::kCancelled);
   // Every later operation fails with the abort status, and the first status sticks.
   EXPECT_TRUE(comms[0]->abort(absl::InternalError("second")).ok());
   Request later = comms[0]->isend(1, Tag{}, AsBytes(&v, 4));
-  absl::Status later_status = comms[0]->wait(later, Soon());
+  absl::Status later_status = comms[0]->wait(later, FailureSoon());
   EXPECT_EQ(later_status.code(), absl::StatusCode::kCancelled);
   EXPECT_THAT(std::string(later_status.message()), HasSubstr("plan epoch changed"));
 }
@@ -82,8 +82,8 @@ TEST(UcxFailureTest, AbortedReceiveBufferIsNotWrittenAfterAbort) {
   // The message arrives after the abort; it must not land in the buffer.
   Request s = comms[1]->isend(0, Tag{}, AsBytes(msg.data(), msg.size()));
   Request probe = comms[0]->irecv(1, Tag::Make(OpKind::kUser, 0, 1), AsMutableBytes(buf.data(), 1));
-  EXPECT_EQ(comms[0]->wait(probe, Soon()).code(), absl::StatusCode::kAborted);
-  EXPECT_EQ(comms[0]->wait(r, Soon()).code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(comms[0]->wait(probe, FailureSoon()).code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(comms[0]->wait(r, FailureSoon()).code(), absl::StatusCode::kAborted);
   // The sender may complete (the message fits the receiver's FIFO) or not; either way rank 0,
   // aborted, never takes it.
   (void)comms[1]->wait(s, Deadline::After(200ms));
@@ -153,8 +153,8 @@ TEST(UcxFailureTest, PeerThatGoesAwayFailsItsRequestsWithUnavailable) {
   EXPECT_THAT(std::string(other.message()), HasSubstr("rank 2 is unreachable"));
   int one = 1;
   Request s1 = comms[1]->isend(0, tag, AsBytes(&one, 4));
-  EXPECT_TRUE(comms[0]->wait(keep, Soon()).ok());
-  EXPECT_TRUE(comms[1]->wait(s1, Soon()).ok());
+  EXPECT_TRUE(comms[0]->wait(keep, FailureSoon()).ok());
+  EXPECT_TRUE(comms[1]->wait(s1, FailureSoon()).ok());
   EXPECT_EQ(v, 1);
 }
 
