@@ -255,7 +255,7 @@ class ShardProcess {
   // Builds the engine once the job runs a ps_* mode (or has one scheduled) and the shard map
   // is known; restores this shard's keys from the state directory.
   absl::Status StartEngine(const herd::v1::Plan& plan) {
-    HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus job, sched_->GetJob(o_.job));
+    HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus job, ReadJobThroughARestart());
     std::optional<herd::v1::ModeSpec> mode = ServedMode(plan, job);
     if (!mode.has_value()) {
       if (!standing_by_) {
@@ -387,6 +387,18 @@ class ShardProcess {
       // heartbeat timeout; a scheduler that is restarting is UNAVAILABLE for a moment.
       const bool wait = absl::IsAlreadyExists(resp.status()) || absl::IsUnavailable(resp.status());
       if (!wait || deadline.expired()) return resp.status();
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+
+  // The job's state, waiting out a scheduler that is restarting (UNAVAILABLE: the view that
+  // started the engine may arrive just before the scheduler goes away) for at most
+  // --register-timeout; any other answer (a refusal, DATA_LOSS) at once.
+  absl::StatusOr<herd::v1::JobStatus> ReadJobThroughARestart() {
+    const Deadline deadline = Deadline::After(o_.register_timeout);
+    for (;;) {
+      auto job = sched_->GetJob(o_.job);
+      if (job.ok() || !absl::IsUnavailable(job.status()) || deadline.expired()) return job;
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
   }

@@ -113,13 +113,15 @@ TEST_F(ShardMemoryTest, AShardRefusesAKeyRangeItCannotAllocateInsteadOfDying) {
   scheduler_.Start((dir_ / "scheduler").string(), 0);
   auto client = Client();
   // 16 GiB of parameters on one shard: accepted by the scheduler (its limit is 256 GiB), more
-  // than the shard may have: it runs with an address-space limit of its own size plus 2 GiB,
-  // so an allocation beyond fails for real (and no more than that is ever touched here).
+  // than the shard may have: it runs with an address-space limit of 6 GiB (its libraries and
+  // threads, with room for gRPC's own on a loaded machine: at 5 GiB gRPC once failed an
+  // allocation of its own and aborted), so the 16 GiB allocation fails for real (and no more
+  // than that is ever touched here).
   ASSERT_TRUE(client->SubmitJob(BigJob("big", int64_t{1} << 32, "ps_sync")).ok());
   const std::string log = (dir_ / "shard.log").string();
   const std::string state = (dir_ / "shard").string();
   const std::string cmd = std::string("ulimit -v $(( $(ps -o vsz= -p $$) + 2 * 1024 * 1024 + ") +
-                          "3 * 1024 * 1024 )) && exec " + HERD_BINARY + " server --scheduler " +
+                          "4 * 1024 * 1024 )) && exec " + HERD_BINARY + " server --scheduler " +
                           scheduler_.address() + " --job big --listen 127.0.0.1:0 --state " +
                           state + " > " + log + " 2>&1";
   const pid_t pid = fork();

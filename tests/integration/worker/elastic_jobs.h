@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -99,14 +100,19 @@ class ElasticJob : public ::testing::Test {
   // Worker `i` of `job` (name "w<i>", rank i), logging to Log("<job>-w<i><log_suffix>").
   pid_t Worker(const std::string& job, int i, const std::string& log_suffix = "") {
     const std::string name = "w" + std::to_string(i);
-    const pid_t pid = SpawnHerd(
-        {"worker", "--scheduler", sched_.address(), "--job", job, "--name", name, "--rank",
-         std::to_string(i), "--wait-for-job", "60", "--threads", "1", "--timeout", "60"},
-        Log(job + "-" + name + log_suffix));
+    const pid_t pid =
+        SpawnHerd({"worker", "--scheduler", sched_.address(), "--job", job, "--name", name,
+                   "--rank", std::to_string(i), "--wait-for-job", "60", "--threads", "1",
+                   "--timeout", "60", "--loss-file", LossFile(job, i)},
+                  Log(job + "-" + name + log_suffix));
     pids_.push_back(pid);
     return pid;
   }
   std::string Log(const std::string& name) const { return dir_ + "/" + name + ".log"; }
+  // Worker i's losses, a line per iteration it completed ("ITERATION LOSS").
+  std::string LossFile(const std::string& job, int i) const {
+    return dir_ + "/" + job + "-w" + std::to_string(i) + ".loss";
+  }
   int ExitCode(pid_t pid, int seconds) {
     const int status = WaitExit(pid, seconds);
     return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -117,14 +123,18 @@ class ElasticJob : public ::testing::Test {
   std::string Json(const std::string& job) {
     return RunHerd({"job", "status", job, "--json", "--scheduler", sched_.address()}).out;
   }
-  // Until the job completed `iteration` (or later), for at most a minute.
+  // Until worker 0 of `job` completed `iteration` (or later), for at most a minute. Read from
+  // its loss file, written as each iteration ends: the job's status trails the workers by their
+  // batched reports and costs a `herd job status` process per look, seconds on a loaded machine.
   void WaitForIteration(const std::string& job, long long iteration) {
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (std::chrono::steady_clock::now() < give_up) {
-      const std::string s = Status(job);
-      const size_t at = s.find("completed iteration ");
-      if (at != std::string::npos && std::atoll(s.c_str() + at + 20) >= iteration) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      std::ifstream in(LossFile(job, 0));
+      long long last = -1;
+      for (std::string line; std::getline(in, line);)
+        last = std::max(last, std::atoll(line.c_str()));
+      if (last >= iteration) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }
   // A number field of the JSON status ("resumedUnixMs": "123" or 123); -1 when absent.
