@@ -5,6 +5,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "plan/modes.h"
+#include "scheduler/horizon.h"
 #include "scheduler/plan_builder.h"
 
 namespace herd::scheduler {
@@ -110,9 +111,7 @@ std::string GrowRefusal(const herd::v1::JobStatus& s, const herd::v1::ModeSpec& 
 std::string EndRefusal(const herd::v1::JobStatus& s, std::string_view name) {
   const int64_t planned = s.planned_iterations();
   if (planned <= 0) return "";
-  const int64_t begins =
-      std::max({s.epoch_start_iteration(), s.completed_iteration() + 1, s.issued_iteration() + 1});
-  if (begins < planned) return "";
+  if (FirstIterationAfterHorizon(s) < planned) return "";
   return absl::StrFormat(
       "worker '%s' cannot join running elastic job '%s': it ends after iteration %d, and every "
       "iteration left is planned for its live workers already (they hold plans up to iteration "

@@ -52,6 +52,11 @@ int64_t HorizonTarget(const HorizonRule& rule, int64_t granted, const RateEstima
   return target;
 }
 
+int64_t FirstIterationAfterHorizon(const herd::v1::JobStatus& s) {
+  return std::max(
+      {s.epoch_start_iteration(), s.completed_iteration() + 1, s.issued_iteration() + 1});
+}
+
 std::optional<int64_t> NextPolicyCut(const herd::v1::JobStatus& s, int64_t from, int64_t to,
                                      int64_t now_unix_ms, bool time_based) {
   const auto& policy = s.spec().checkpoint();

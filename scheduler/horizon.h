@@ -56,6 +56,10 @@ struct HorizonRule {
 int64_t HorizonTarget(const HorizonRule& rule, int64_t granted, const RateEstimate& rate,
                       RateEstimate::Clock::time_point now, int64_t asked, int64_t planned);
 
+// The first iteration no live worker of `status` may have begun: after the horizon granted (and
+// after the current epoch's start). A worker that joins a running job begins its epoch there.
+int64_t FirstIterationAfterHorizon(const herd::v1::JobStatus& status);
+
 // The first iteration in [from, to] that the job's checkpoint policy makes a cut (every N
 // iterations, the job's planned end, or — when `time_based` — at once when every_ms has
 // passed since the last checkpoint), if any.

@@ -346,9 +346,7 @@ void SchedulerCore::AdvanceEpoch(JobStatus& next, std::string reason, EpochStart
   if (start == EpochStart::kAfterHorizon) {
     // No live worker runs anything again: every iteration one may have begun (the horizon)
     // stays in the epoch before.
-    next.set_epoch_start_iteration(
-        std::max({next.epoch_start_iteration(), next.completed_iteration() + 1,
-                  next.issued_iteration() + 1}));
+    next.set_epoch_start_iteration(FirstIterationAfterHorizon(next));
   } else {
     // A death: the first iteration some live worker has not completed, even if a planned change
     // had put the epoch's start after the horizon (that change is part of this epoch now).
