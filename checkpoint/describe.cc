@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "checkpoint/checksum.h"
 #include "common/json.h"
+#include "common/printable.h"
 
 namespace herd::checkpoint {
 namespace {
@@ -40,14 +41,16 @@ std::string ListTable(const std::vector<CheckpointInfo>& checkpoints) {
       absl::StrFormat("%-14s %10s  %-19s  %-16s %7s %6s %10s  %s\n", "ID", "ITERATION",
                       "CREATED (UTC)", "MODE", "WORKERS", "SHARDS", "SIZE", "STATUS");
   for (const CheckpointInfo& c : checkpoints) {
-    std::string status = c.problem.empty() ? "ok" : "BROKEN: " + c.problem;
+    // Ids, modes and problems come from files anybody may have written: printed escaped.
+    std::string status = c.problem.empty() ? "ok" : "BROKEN: " + Printable(c.problem);
     if (c.latest) status += " (LATEST)";
     const auto& m = c.manifest;
-    out += absl::StrFormat("%-14s %10d  %-19s  %-16s %7s %6s %10s  %s\n", c.id, c.iteration,
-                           UtcTime(m.created_unix_ms()), c.manifest_ok ? m.mode() : "-",
-                           c.manifest_ok ? absl::StrCat(m.workers()) : "-",
-                           c.manifest_ok ? absl::StrCat(m.shards()) : "-",
-                           c.manifest_ok ? HumanBytes(c.bytes) : "-", status);
+    out +=
+        absl::StrFormat("%-14s %10d  %-19s  %-16s %7s %6s %10s  %s\n", Printable(c.id), c.iteration,
+                        UtcTime(m.created_unix_ms()), c.manifest_ok ? Printable(m.mode()) : "-",
+                        c.manifest_ok ? absl::StrCat(m.workers()) : "-",
+                        c.manifest_ok ? absl::StrCat(m.shards()) : "-",
+                        c.manifest_ok ? HumanBytes(c.bytes) : "-", status);
   }
   return out;
 }

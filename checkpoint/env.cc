@@ -50,6 +50,7 @@ absl::Status NotRegular(std::string_view path, uint32_t mode) {
                      : S_ISSOCK(mode) ? "a socket"
                      : S_ISCHR(mode)  ? "a character device"
                      : S_ISBLK(mode)  ? "a block device"
+                     : S_ISLNK(mode)  ? "a symbolic link"
                                       : "not a file";
   return absl::FailedPreconditionError(absl::StrFormat(
       "%s is not a regular file (%s): checkpoints are made of regular files only", path, what));
@@ -187,15 +188,19 @@ class PosixEnvImpl final : public Env {
   }
 
   // Special files are refused by their stat before any open (opening some devices acts), and
-  // the open itself never blocks (O_NONBLOCK: a FIFO without a writer, or without a reader for
+  // so are symbolic links in the file's own name (lstat, O_NOFOLLOW): a link planted in a
+  // checkpoint directory would make a writer overwrite, or a reader read and checksum, a
+  // file outside it. Links in the directories above are the operator's and are followed.
+  // The open itself never blocks (O_NONBLOCK: a FIFO without a writer, or without a reader for
   // writing, answers at once); what was opened is checked again (it may have been swapped).
   absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
     struct stat before;
-    if (::stat(path.c_str(), &before) == 0 && !S_ISREG(before.st_mode)) {
+    if (::lstat(path.c_str(), &before) == 0 && !S_ISREG(before.st_mode)) {
       return NotRegular(path, before.st_mode);
     }
     const int fd = RetryEintr([&] {
-      return ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
+      return ::open(path.c_str(),
+                    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW,
                     0600);
     });
     if (fd < 0) return ErrnoToStatus(errno, "open", path);
@@ -206,10 +211,11 @@ class PosixEnvImpl final : public Env {
   absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
       const std::string& path) override {
     struct stat before;
-    if (::stat(path.c_str(), &before) != 0) return ErrnoToStatus(errno, "stat", path);
+    if (::lstat(path.c_str(), &before) != 0) return ErrnoToStatus(errno, "stat", path);
     if (!S_ISREG(before.st_mode)) return NotRegular(path, before.st_mode);
-    const int fd = RetryEintr(
-        [&] { return ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY); });
+    const int fd = RetryEintr([&] {
+      return ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
+    });
     if (fd < 0) return ErrnoToStatus(errno, "open", path);
     if (absl::Status s = CheckOpened(fd, path); !s.ok()) return s;
     struct stat st;

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "checkpoint/checkpoint_id.h"
 #include "checkpoint/state_file.h"
@@ -107,6 +109,10 @@ absl::Status CheckLayout(const herd::v1::CheckpointManifest& m, const std::strin
       return Bad(path, absl::StrFormat("tensor '%s' of the layout has %d elements (at most %d)",
                                        name, t.count(), kMaxElements));
     }
+    if (t.shape_size() > kMaxTensorRank) {
+      return Bad(path, absl::StrFormat("tensor '%s' of the layout has %d dimensions (at most %d)",
+                                       name, t.shape_size(), kMaxTensorRank));
+    }
     if (t.shape_size() > 0) {
       int64_t product = 1;
       for (int64_t d : t.shape()) {
@@ -125,6 +131,22 @@ absl::Status CheckLayout(const herd::v1::CheckpointManifest& m, const std::strin
     if (!t.dtype().empty() && !ParseDType(t.dtype()).ok()) {
       return Bad(path, absl::StrFormat("tensor '%s' of the layout has dtype '%s'", name,
                                        t.dtype().substr(0, 16)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The data position a resumed worker reads from its file (worker/session_checkpoint.cc writes
+// it): a negative or absurd one would make the worker loop or index outside its samples.
+absl::Status CheckDataPosition(const herd::v1::CheckpointFile& f, const std::string& path) {
+  for (const char* key : {"data/epoch", "data/offset"}) {
+    const auto it = f.values().find(key);
+    if (it == f.values().end()) continue;
+    int64_t v = 0;
+    if (!absl::SimpleAtoi(it->second, &v) || !InRange(v)) {
+      return Bad(path,
+                 absl::StrFormat("%s: value %s is '%s', not an integer in [0, %d]", f.file(), key,
+                                 absl::CHexEscape(it->second.substr(0, 40)), kMaxElements));
     }
   }
   return absl::OkStatus();
@@ -160,6 +182,7 @@ absl::Status CheckManifest(const herd::v1::CheckpointManifest& m, const std::str
       if (absl::Status s = CheckExtent(f, e, path); !s.ok()) return s;
     }
     if (absl::Status s = CheckOverlaps(f, path); !s.ok()) return s;
+    if (absl::Status s = CheckDataPosition(f, path); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

@@ -10,13 +10,15 @@
 //     rank: worker-0 .. worker-(N-1));
 //   - names of at most kMaxNameBytes;
 //   - the layout: at most kMaxTensors tensors, distinct names, each count in [0,
-//     kMaxElements] and equal to its shape's product (when it has one), a dtype this build
-//     knows (when it names one);
+//     kMaxElements] and equal to its shape's product (when it has one, of at most
+//     kMaxTensorRank dimensions), a dtype this build knows (when it names one);
 //   - every extent: a known dtype, offset, count and total in [0, kMaxElements] with offset +
 //     count <= total, bytes == count * the dtype's size, inside its file after the header;
 //     the extents of a file share no byte, and two extents of one name in one file share no
 //     element. So the elements a file claims are bounded by its size, which the readers check
-//     against the file on disk before they read.
+//     against the file on disk before they read;
+//   - a file's data position (the values data/epoch and data/offset a resumed worker starts
+//     its data from), where it has one: integers in [0, kMaxElements].
 //
 // CheckCoverage is what `export` and a resume rely on besides: every tensor of the layout has
 // its parameters, whole, in the checkpoint (one worker's copy, or the shards' ranges together).
@@ -36,6 +38,8 @@ inline constexpr int64_t kMaxElements = int64_t{1} << 40;
 inline constexpr int32_t kMaxProcesses = 1 << 16;
 // Tensors of one layout (the scheduler's bound).
 inline constexpr int32_t kMaxTensors = 1 << 14;
+// Dimensions of one tensor's shape (the scheduler's bound).
+inline constexpr int32_t kMaxTensorRank = 16;
 // A tensor's or an extent's name ("<kind>/<tensor>@<rank>"; the scheduler's tensor names have
 // at most 256 bytes): messages echo them.
 inline constexpr size_t kMaxNameBytes = 4096;

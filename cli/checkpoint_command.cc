@@ -13,6 +13,7 @@
 #include "checkpoint/reader.h"
 #include "checkpoint/torch/save_torch.h"
 #include "cli/command.h"
+#include "common/printable.h"
 
 namespace herd::cli {
 namespace {
@@ -52,7 +53,8 @@ class CheckpointCommand final : public Command {
 
  private:
   int Fail(const char* verb, const absl::Status& s) {
-    std::fprintf(stderr, "herd checkpoint %s: %s\n", verb, s.ToString().c_str());
+    // Messages quote names and values from the files: escaped (common/printable.h).
+    std::fprintf(stderr, "herd checkpoint %s: %s\n", verb, Printable(s.ToString()).c_str());
     return kExitFailure;
   }
 
@@ -90,7 +92,7 @@ class CheckpointCommand final : public Command {
         std::printf("ok      %s\n", p.c_str());
       } else {
         ++bad;
-        std::printf("FAILED  %s: %s\n", p.c_str(), s.ToString().c_str());
+        std::printf("FAILED  %s: %s\n", Printable(p).c_str(), Printable(s.ToString()).c_str());
       }
     }
     if (bad > 0) {
@@ -104,7 +106,9 @@ class CheckpointCommand final : public Command {
   int Inspect() {
     auto reader = checkpoint::OpenCheckpoint(PosixEnv(), path_);
     if (!reader.ok()) return Fail("inspect", reader.status());
-    for (const auto& why : (*reader)->skipped()) std::fprintf(stderr, "skipped %s\n", why.c_str());
+    for (const auto& why : (*reader)->skipped()) {
+      std::fprintf(stderr, "skipped %s\n", Printable(why).c_str());
+    }
     const auto& m = (*reader)->manifest();
     if (json_) {
       auto text = checkpoint::ManifestJson(m);
@@ -112,12 +116,14 @@ class CheckpointCommand final : public Command {
       std::printf("%s\n", text->c_str());
       return kExitOk;
     }
-    std::printf("checkpoint %s (%s)\n", m.id().c_str(), (*reader)->path().c_str());
+    // What the manifest says is printed escaped (common/printable.h): its writer chose it.
+    std::printf("checkpoint %s (%s)\n", Printable(m.id()).c_str(),
+                Printable((*reader)->path()).c_str());
     std::printf("  job %s, mode %s, %d workers, %d shards, resumes at iteration %lld\n",
-                m.job().c_str(), m.mode().c_str(), m.workers(), m.shards(),
+                Printable(m.job()).c_str(), Printable(m.mode()).c_str(), m.workers(), m.shards(),
                 static_cast<long long>(m.iteration()));
     for (const auto& f : m.files()) {
-      std::printf("  %-20s %10s  %d extents, %d values\n", f.file().c_str(),
+      std::printf("  %-20s %10s  %d extents, %d values\n", Printable(f.file()).c_str(),
                   checkpoint::HumanBytes(f.bytes()).c_str(), f.extents_size(), f.values_size());
     }
     return kExitOk;

@@ -27,6 +27,7 @@ absl::StatusOr<herd::v1::TrainingResult> Train(Session& session, std::unique_ptr
   // holds at another worker count too).
   int64_t first = session.start_iteration();
   DataPosition at = session.start_position();
+  HERD_RETURN_IF_ERROR(CheckPosition(at, samples_total, "the resumed checkpoint"));
   const int64_t total = first + IterationsLeft(at, samples_total, world, batch, training.epochs());
   // The job's optimizer with every field of its spec (AdamW, Adam's betas), not only those
   // Session::JobOptimizer reads.
@@ -37,6 +38,8 @@ absl::StatusOr<herd::v1::TrainingResult> Train(Session& session, std::unique_ptr
   // state they handed it (docs/elastic.md, "Rejoin").
   first = session.start_iteration();
   at = session.start_position();
+  HERD_RETURN_IF_ERROR(
+      CheckPosition(at, samples_total, "the state handed over by the live workers"));
   // ps_async's joiner gets no position from a peer: its data moves on from the job's start.
   for (int64_t i = session.start_position_iteration(); i < first; ++i) {
     at = Advance(at, samples_total, world, batch);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "absl/strings/str_format.h"
 #include "common/splitmix.h"
 
 namespace herd::worker {
@@ -33,6 +34,17 @@ DataPosition Advance(DataPosition at, int64_t count, int workers, int batch_size
     at.offset = 0;
   }
   return at;
+}
+
+absl::Status CheckPosition(DataPosition at, int64_t count, const std::string& source) {
+  // offset 0 is valid in any epoch: an epoch smaller than one global batch starts at 0.
+  if (at.epoch >= 0 && at.offset >= 0 && (at.offset == 0 || at.offset < count)) {
+    return absl::OkStatus();
+  }
+  return absl::DataLossError(absl::StrFormat(
+      "%s: data position epoch %d, offset %d is not one of a training set of %d samples "
+      "(the epoch must be at least 0, the offset in [0, %d))",
+      source, at.epoch, at.offset, count, std::max<int64_t>(count, 1)));
 }
 
 int64_t IterationsLeft(DataPosition at, int64_t count, int workers, int batch_size,

@@ -12,7 +12,10 @@
 // draw the same order: the Python front end's example does.
 
 #include <cstdint>
+#include <string>
 #include <vector>
+
+#include "absl/status/status.h"
 
 namespace herd::worker {
 
@@ -33,6 +36,13 @@ int64_t BatchesPerEpoch(int64_t count, int workers, int batch_size);
 // The position after one more iteration at `workers` x `batch_size`: the next global batch,
 // or the first of the next epoch when this epoch has no whole batch left.
 DataPosition Advance(DataPosition at, int64_t count, int workers, int batch_size);
+
+// Whether `at` is a position a job of `count` samples can be at: epoch at least 0 and the
+// offset within the epoch (0 past the last epoch). A position read from a checkpoint's files
+// or handed over by a peer is checked before it is used: a negative epoch would make
+// IterationsLeft count forever, and an offset outside the epoch indexes past the samples.
+// DATA_LOSS naming `source` when it is not.
+absl::Status CheckPosition(DataPosition at, int64_t count, const std::string& source);
 
 // Iterations from `at` to the end of epoch `epochs - 1`.
 int64_t IterationsLeft(DataPosition at, int64_t count, int workers, int batch_size, int64_t epochs);

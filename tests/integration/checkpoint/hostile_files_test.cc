@@ -105,6 +105,19 @@ TEST_F(HostileCheckpoint, ADeviceForAStateFileIsRefused) {
   EXPECT_THAT(v.out, HasSubstr("not a regular file")) << v.out;
 }
 
+TEST_F(HostileCheckpoint, ALinkForAStateFileIsRefusedAndWhatItNamesIsNeitherReadNorNamed) {
+  // A link to a regular file outside the checkpoint: followed, `verify` would read and
+  // checksum any file the caller names (and a writer would overwrite it).
+  const std::string outside = scratch_.path + "/outside.bin";
+  ASSERT_TRUE(checkpoint::PosixEnv().WriteFile(outside, std::string(4096, 'x')).ok());
+  fs::rename(one_ + "/worker-0.state", scratch_.path + "/worker-0.state.real");
+  fs::create_symlink(outside, one_ + "/worker-0.state");
+  Finished v = RunWithin({"checkpoint", "verify", one_}, Log("verify"), 10);
+  EXPECT_EQ(v.rc, 1) << v.out;
+  EXPECT_THAT(v.out, HasSubstr("symbolic link")) << v.out;
+  EXPECT_THAT(v.out, ::testing::Not(HasSubstr("actual"))) << v.out;
+}
+
 // Rewrites the manifest of `one` with `edit` applied and a valid checksum (an attacker with
 // write access re-signs it: the checksum guards against damage, not against intent).
 void Resign(const std::string& one,
@@ -168,6 +181,52 @@ TEST_F(HostileCheckpoint, AWorkerCountFarBeyondTheFilesIsRefused) {
   Finished v = RunWithin({"checkpoint", "verify", one_}, Log("verify"), 20);
   EXPECT_EQ(v.rc, 1) << v.out;
   EXPECT_THAT(v.out, HasSubstr("workers")) << v.out;
+}
+
+TEST_F(HostileCheckpoint, ADataPositionOutsideAnyEpochIsRefusedByVerify) {
+  // A resumed worker starts its data at these values: a negative epoch made it count its
+  // iterations forever, a negative offset index before its samples.
+  for (const char* key : {"data/epoch", "data/offset"}) {
+    for (const char* value : {"-2", "9223372036854775807", "3x"}) {
+      Resign(one_, [&](herd::v1::CheckpointManifest& m) {
+        (*m.mutable_files(0)->mutable_values())[key] = value;
+      });
+      Finished v = RunWithin({"checkpoint", "verify", one_}, Log("verify"), 20);
+      EXPECT_EQ(v.rc, 1) << key << "=" << value << ": " << v.out;
+      EXPECT_THAT(v.out, HasSubstr(key)) << v.out;
+      Resign(one_, [&](herd::v1::CheckpointManifest& m) {
+        (*m.mutable_files(0)->mutable_values())[key] = "0";
+      });
+    }
+  }
+  Finished v = RunWithin({"checkpoint", "verify", one_}, Log("verify"), 20);
+  EXPECT_EQ(v.rc, 0) << "the same checkpoint with valid values verifies: " << v.out;
+}
+
+TEST_F(HostileCheckpoint, AShapeOfMoreThanSixteenDimensionsIsRefused) {
+  Resign(one_, [](herd::v1::CheckpointManifest& m) {
+    auto* t = m.mutable_layout(0);
+    const int64_t count = t->count();
+    t->clear_shape();
+    t->add_shape(count);
+    for (int i = 0; i < 16; ++i) t->add_shape(1);
+  });
+  Finished v = RunWithin({"checkpoint", "verify", one_}, Log("verify"), 20);
+  EXPECT_EQ(v.rc, 1) << v.out;
+  EXPECT_THAT(v.out, HasSubstr("17 dimensions")) << v.out;
+}
+
+TEST_F(HostileCheckpoint, ControlBytesInAManifestReachTheTerminalEscaped) {
+  // An escape sequence as the mode would retitle the operator's window or rewrite the lines
+  // `list` and `inspect` printed before it.
+  Resign(one_, [](herd::v1::CheckpointManifest& m) { m.set_mode("dear\x1b]0;owned\x07"); });
+  for (const char* verb : {"list", "inspect"}) {
+    Finished f =
+        RunWithin({"checkpoint", verb, verb == std::string("list") ? root_ : one_}, Log(verb), 20);
+    EXPECT_EQ(f.rc, 0) << verb << ": " << f.out;
+    EXPECT_THAT(f.out, HasSubstr("dear\\x1b]0;owned\\x07")) << verb << ": " << f.out;
+    EXPECT_EQ(f.out.find('\x1b'), std::string::npos) << verb << ": " << f.out;
+  }
 }
 
 TEST_F(HostileCheckpoint, SubmitJobResumingFromAFifoAnswersAndTheSchedulerStillStops) {

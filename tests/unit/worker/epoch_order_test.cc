@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 
 namespace herd::worker {
@@ -68,6 +69,21 @@ TEST(EpochOrder, AnEpochSmallerThanABatchStillRunsOne) {
   const DataPosition next = Advance({}, 10, 4, 8);
   EXPECT_EQ(next.epoch, 1);
   EXPECT_EQ(next.offset, 0);
+}
+
+TEST(EpochOrder, APositionOutsideTheTrainingSetIsRefused) {
+  EXPECT_TRUE(CheckPosition({0, 0}, 1000, "resume").ok());
+  EXPECT_TRUE(CheckPosition({3, 999}, 1000, "resume").ok());
+  // Past the last epoch (the final checkpoint's position), and an epoch of fewer samples
+  // than a batch, start at offset 0.
+  EXPECT_TRUE(CheckPosition({1 << 20, 0}, 10, "resume").ok());
+  EXPECT_TRUE(CheckPosition({0, 0}, 0, "resume").ok());
+  for (DataPosition bad : {DataPosition{-1, 0}, DataPosition{INT64_MIN, 0}, DataPosition{0, -64},
+                           DataPosition{0, 1000}, DataPosition{2, INT64_MAX}}) {
+    const absl::Status s = CheckPosition(bad, 1000, "the resumed checkpoint");
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << bad.epoch << " " << bad.offset;
+    EXPECT_NE(s.message().find("the resumed checkpoint"), std::string::npos) << s.message();
+  }
 }
 
 }  // namespace
