@@ -1,6 +1,7 @@
 #include "checkpoint/catalog.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
@@ -109,8 +110,21 @@ absl::StatusOr<std::vector<CheckpointInfo>> ListCheckpoints(Env& env, const std:
     } else {
       c.manifest_ok = true;
       c.manifest = *std::move(manifest);
-      for (const auto& f : c.manifest.files()) c.bytes += f.bytes();
-      if (c.manifest.id() != name) {
+      // The sizes come from the file: a negative one, or a sum past int64, is no writer's.
+      bool sizes_add_up = true;
+      for (const auto& f : c.manifest.files()) {
+        sizes_add_up &=
+            f.bytes() >= 0 && f.bytes() <= std::numeric_limits<int64_t>::max() - c.bytes;
+        if (!sizes_add_up) break;
+        c.bytes += f.bytes();
+      }
+      if (!sizes_add_up) {
+        c.bytes = 0;
+        c.problem = absl::StrFormat(
+            "%s/%s lists a file size that is negative or makes the total "
+            "pass 2^63 bytes",
+            c.path, kManifestFile);
+      } else if (c.manifest.id() != name) {
         c.problem =
             absl::StrFormat("%s/%s is of checkpoint %s", c.path, kManifestFile, c.manifest.id());
       } else {
@@ -171,18 +185,35 @@ absl::StatusOr<ResolvedCheckpoint> ResolveCheckpoint(Env& env, const std::string
         absl::StrFormat("%s holds no checkpoint (no directory named like it-00000120)", path));
   }
   ResolvedCheckpoint r;
+  size_t unlisted = 0;  // skipped beyond kMaxSkippedListed
+  auto count_unlisted = [&] {
+    if (unlisted > 0) {
+      r.skipped.push_back(absl::StrFormat("and %d older broken checkpoint(s)", unlisted));
+    }
+  };
   for (auto it = listed->rbegin(); it != listed->rend(); ++it) {
     absl::Status s =
         it->problem.empty() ? VerifyCheckpoint(env, it->path) : absl::DataLossError(it->problem);
     if (!s.ok()) {
-      r.skipped.push_back(absl::StrFormat("%s: %s", it->id, s.message()));
+      if (r.skipped.size() < ResolvedCheckpoint::kMaxSkippedListed) {
+        std::string why = absl::StrFormat("%s: %s", it->id, s.message());
+        if (why.size() > ResolvedCheckpoint::kMaxSkippedBytes) {
+          why.resize(ResolvedCheckpoint::kMaxSkippedBytes);
+          why += " ...";
+        }
+        r.skipped.push_back(std::move(why));
+      } else {
+        ++unlisted;
+      }
       continue;
     }
+    count_unlisted();
     r.path = it->path;
     r.id = it->id;
     r.manifest = it->manifest;
     return r;
   }
+  count_unlisted();
   return absl::NotFoundError(
       absl::StrFormat("%s holds no good checkpoint: %s", path, absl::StrJoin(r.skipped, "; ")));
 }

@@ -60,8 +60,13 @@ struct ResolvedCheckpoint {
   std::string path;  // DIR/<id>
   std::string id;
   herd::v1::CheckpointManifest manifest;
-  // Newer checkpoints passed over, each "<id>: <why>" (a DATA_LOSS message, a missing file).
+  // Newer checkpoints passed over, each "<id>: <why>" (a DATA_LOSS message, a missing file),
+  // newest first: at most kMaxSkippedListed of them, each cut to kMaxSkippedBytes, then one
+  // line counting the rest. It is kept in the job's status and printed to the operator, so a
+  // directory of a thousand broken checkpoints must not make it grow with them.
   std::vector<std::string> skipped;
+  static constexpr size_t kMaxSkippedListed = 8;
+  static constexpr size_t kMaxSkippedBytes = 512;
 };
 
 // The checkpoint `path` names, verified (VerifyCheckpoint):

@@ -57,20 +57,31 @@ absl::StatusOr<std::vector<float>> Assemble(const CheckpointReader& reader, cons
 
 absl::StatusOr<std::vector<ModelTensor>> ModelParameters(const CheckpointReader& reader) {
   // The parameters' names and totals, in the layout's order, then in the files' order.
+  // One pass over the manifest: a checkpoint of thousands of workers and tensors is looked at
+  // once per extent, never once per worker and tensor.
   std::vector<std::string> order;
+  std::set<std::string> ordered;
   std::map<std::string, int64_t> totals;
   std::map<std::string, std::vector<int64_t>> shapes;
   for (const auto& t : reader.manifest().layout()) {
-    order.push_back(t.name());
+    if (ordered.insert(t.name()).second) order.push_back(t.name());
     shapes[t.name()] = {t.shape().begin(), t.shape().end()};
   }
+  std::map<std::string, int> worker_rank;
+  for (int r = 0; r < reader.workers(); ++r) worker_rank.emplace(WorkerProcess(r), r);
+  // The lowest worker rank that holds each param/<tensor> (its replicated copy, if any).
+  std::map<std::string, int> first_worker_of;
   for (const auto& file : reader.manifest().files()) {
+    const auto rank = worker_rank.find(file.process());
     for (const auto& e : file.extents()) {
       if (!e.name().starts_with(kParamPrefix)) continue;
       const std::string tensor = e.name().substr(kParamPrefix.size());
-      if (totals.emplace(tensor, e.total()).second &&
-          std::find(order.begin(), order.end(), tensor) == order.end()) {
+      if (totals.emplace(tensor, e.total()).second && ordered.insert(tensor).second) {
         order.push_back(tensor);
+      }
+      if (rank != worker_rank.end()) {
+        auto [at, added] = first_worker_of.emplace(e.name(), rank->second);
+        if (!added) at->second = std::min(at->second, rank->second);
       }
     }
   }
@@ -91,10 +102,9 @@ absl::StatusOr<std::vector<ModelTensor>> ModelParameters(const CheckpointReader&
     const std::string name = std::string(kParamPrefix) + tensor;
     // Nothing is allocated for a tensor before the files are known to hold it: a manifest
     // re-signed to claim 2^40 elements is refused here, not by std::bad_alloc.
-    std::string first_worker;
-    for (int r = 0; r < reader.workers() && first_worker.empty(); ++r) {
-      if (reader.Has(WorkerProcess(r), name)) first_worker = WorkerProcess(r);
-    }
+    const auto holder = first_worker_of.find(name);
+    const std::string first_worker =
+        holder == first_worker_of.end() ? std::string() : WorkerProcess(holder->second);
     const int64_t held = reader.ElementsHeld(first_worker, name);  // "": every process's
     if (held < total->second) return NotWhole(reader, name, held, total->second);
     t.values.resize(static_cast<size_t>(total->second));

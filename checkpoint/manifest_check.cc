@@ -160,6 +160,10 @@ absl::Status CheckManifest(const herd::v1::CheckpointManifest& m, const std::str
     return Bad(path, absl::StrFormat("the manifest's id '%s' does not name its iteration %d",
                                      m.id().substr(0, 40), m.iteration()));
   }
+  if (m.iteration() < 0 || m.iteration() > kMaxIteration) {
+    return Bad(path, absl::StrFormat("the manifest resumes at iteration %d (at most %d)",
+                                     m.iteration(), kMaxIteration));
+  }
   if (m.workers() < 0 || m.workers() > kMaxProcesses || m.shards() < 0 ||
       m.shards() > kMaxProcesses) {
     return Bad(path, absl::StrFormat("the manifest counts %d workers and %d shards (each at most "

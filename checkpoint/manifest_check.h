@@ -33,6 +33,9 @@ namespace herd::checkpoint {
 
 // Elements of one tensor (2^40, the scheduler's bound of a tensor and of a model).
 inline constexpr int64_t kMaxElements = int64_t{1} << 40;
+// The iteration a checkpoint resumes at: 2^62 is beyond any job (146,000 years at a million
+// iterations a second) and leaves a resumed job's iteration count far inside int64.
+inline constexpr int64_t kMaxIteration = int64_t{1} << 62;
 // Workers or shards one manifest may count (above the scheduler's 16384 workers and 4096
 // shards; a reader's loops over ranks are bounded by it).
 inline constexpr int32_t kMaxProcesses = 1 << 16;

@@ -17,6 +17,7 @@
 #include "cli/command.h"
 #include "cli/job_file.h"
 #include "cli/mode_options.h"
+#include "common/printable.h"
 #include "plan/modes.h"
 #include "proto/rpc/grpc_support.h"
 #include "scheduler/client/job_yaml.h"
@@ -90,8 +91,9 @@ std::string PlanJson(const Plan& p) {
 }
 
 void PrintPlan(const Plan& p) {
-  std::printf("job %s  iteration %lld  epoch %llu (from iteration %lld)\n", p.job().c_str(),
-              static_cast<long long>(p.iteration()), static_cast<unsigned long long>(p.epoch()),
+  std::printf("job %s  iteration %lld  epoch %llu (from iteration %lld)\n",
+              Printable(p.job()).c_str(), static_cast<long long>(p.iteration()),
+              static_cast<unsigned long long>(p.epoch()),
               static_cast<long long>(p.epoch_start_iteration()));
   std::printf("mode  %s\n", ModeText(p.mode()).c_str());
   std::printf("ranks %s of %d\n", absl::StrJoin(p.ranks(), " ").c_str(), p.world_size());
@@ -127,7 +129,7 @@ void PrintPlan(const Plan& p) {
   if (scheduler::IsTerminal(p.job_state())) {
     std::printf("the job has ended: %s%s\n",
                 std::string(scheduler::JobStateName(p.job_state())).c_str(),
-                p.end_reason().empty() ? "" : (" (" + p.end_reason() + ")").c_str());
+                p.end_reason().empty() ? "" : (" (" + Printable(p.end_reason()) + ")").c_str());
   }
 }
 
@@ -142,38 +144,41 @@ void PrintCheckpoints(const JobStatus& j) {
                             ? absl::StrFormat("every %g s", policy.every_ms() / 1e3)
                             : std::string("on request");
     std::printf("checkpoints into %s, %s, keep_last %d, keep_every %d; %lld committed\n",
-                policy.dir().c_str(), every.c_str(), policy.keep_last(), policy.keep_every(),
-                static_cast<long long>(j.checkpoints_committed()));
+                Printable(policy.dir()).c_str(), every.c_str(), policy.keep_last(),
+                policy.keep_every(), static_cast<long long>(j.checkpoints_committed()));
   }
   if (j.has_resumed()) {
     std::printf("resumed   from %s at iteration %lld (taken in %s with %d workers, %d shards)\n",
-                j.resumed().path().c_str(), static_cast<long long>(j.resumed().iteration()),
-                j.resumed().mode().c_str(), j.resumed().workers(), j.resumed().shards());
-    for (const auto& why : j.resumed().skipped()) std::printf("  skipped %s\n", why.c_str());
+                Printable(j.resumed().path()).c_str(),
+                static_cast<long long>(j.resumed().iteration()),
+                Printable(j.resumed().mode()).c_str(), j.resumed().workers(), j.resumed().shards());
+    for (const auto& why : j.resumed().skipped())
+      std::printf("  skipped %s\n", Printable(why).c_str());
   }
   if (!j.pending_checkpoint().id().empty()) {
     const auto& c = j.pending_checkpoint();
     std::printf("checkpoint %s at iteration %lld being taken (%s): %d of %d processes reported\n",
-                c.id().c_str(), static_cast<long long>(c.iteration()), c.trigger().c_str(),
-                c.files_size(), c.expected_size());
+                Printable(c.id()).c_str(), static_cast<long long>(c.iteration()),
+                Printable(c.trigger()).c_str(), c.files_size(), c.expected_size());
   }
   if (!j.last_checkpoint().id().empty()) {
     const auto& c = j.last_checkpoint();
-    std::printf("last checkpoint %s/%s (iteration %lld, %lld bytes, %s)\n", c.dir().c_str(),
-                c.id().c_str(), static_cast<long long>(c.iteration()),
-                static_cast<long long>(c.bytes()), c.trigger().c_str());
+    std::printf("last checkpoint %s/%s (iteration %lld, %lld bytes, %s)\n",
+                Printable(c.dir()).c_str(), Printable(c.id()).c_str(),
+                static_cast<long long>(c.iteration()), static_cast<long long>(c.bytes()),
+                Printable(c.trigger()).c_str());
   }
   if (!j.failed_checkpoint().id().empty()) {
     const auto& c = j.failed_checkpoint();
-    std::printf("failed checkpoint %s (iteration %lld): %s\n", c.id().c_str(),
-                static_cast<long long>(c.iteration()), c.error().c_str());
+    std::printf("failed checkpoint %s (iteration %lld): %s\n", Printable(c.id()).c_str(),
+                static_cast<long long>(c.iteration()), Printable(c.error()).c_str());
   }
   if (j.state() == herd::v1::JOB_PREEMPTED) {
-    std::printf("preempted %s\n", j.preempt_reason().c_str());
+    std::printf("preempted %s\n", Printable(j.preempt_reason()).c_str());
   }
   if (!j.result().params_digest().empty()) {
     std::printf("params digest %s (rank 0's final parameters)\n",
-                j.result().params_digest().c_str());
+                Printable(j.result().params_digest()).c_str());
   }
 }
 
@@ -187,7 +192,7 @@ void PrintMembership(const JobStatus& j) {
               e.min_workers(), e.max_workers(), j.worker_failures(), e.max_failures(),
               static_cast<double>(e.pending_timeout_ms()) / 1e3);
   if (j.paused_since_unix_ms() != 0) {
-    std::printf("paused    %s\n", j.pause_reason().c_str());
+    std::printf("paused    %s\n", Printable(j.pause_reason()).c_str());
   }
   for (const auto& ev : j.membership_events()) {
     // A join's time from its registration to the first iteration every live worker completed
@@ -205,18 +210,21 @@ void PrintMembership(const JobStatus& j) {
         absl::FormatTime("%Y-%m-%d %H:%M:%E3S UTC", absl::FromUnixMillis(ev.detected_unix_ms()),
                          absl::UTCTimeZone())
             .c_str(),
-        ev.what().c_str(), ev.workers_after(), static_cast<long long>(ev.rerun_from_iteration()),
+        Printable(ev.what()).c_str(), ev.workers_after(),
+        static_cast<long long>(ev.rerun_from_iteration()),
         static_cast<long long>(ev.iterations_rerun()), resumed.c_str());
   }
 }
 
 void PrintStatus(const JobStatus& j) {
   const auto& s = j.spec();
-  std::printf("job       %s\n", s.name().c_str());
+  std::printf("job       %s\n", Printable(s.name()).c_str());
   std::printf("state     %s\n", std::string(scheduler::JobStateName(j.state())).c_str());
-  if (!j.cancel_reason().empty()) std::printf("reason    %s\n", j.cancel_reason().c_str());
+  if (!j.cancel_reason().empty())
+    std::printf("reason    %s\n", Printable(j.cancel_reason()).c_str());
   if (j.state() == herd::v1::JOB_FAILED) {
-    std::printf("failed    %s: %s\n", j.failed_process().c_str(), j.failure_reason().c_str());
+    std::printf("failed    %s: %s\n", Printable(j.failed_process()).c_str(),
+                Printable(j.failure_reason()).c_str());
   }
   if (j.state() == herd::v1::JOB_COMPLETED) {
     const auto& r = j.result();
@@ -224,15 +232,15 @@ void PrintStatus(const JobStatus& j) {
                 static_cast<long long>(r.iterations()), r.final_loss(), r.test_accuracy(),
                 r.samples_per_second());
     for (const auto& [name, value] : r.metrics()) {
-      std::printf("metric    %s %g\n", name.c_str(), value);
+      std::printf("metric    %s %g\n", Printable(name).c_str(), value);
     }
   }
   if (scheduler::IsTerminal(j.state())) {
     std::printf("wall time %.1f s from submission to the end\n", j.wall_seconds());
   }
-  std::printf("epoch     %llu from iteration %lld: %s\n",
-              static_cast<unsigned long long>(j.epoch()),
-              static_cast<long long>(j.epoch_start_iteration()), j.epoch_reason().c_str());
+  std::printf(
+      "epoch     %llu from iteration %lld: %s\n", static_cast<unsigned long long>(j.epoch()),
+      static_cast<long long>(j.epoch_start_iteration()), Printable(j.epoch_reason()).c_str());
   for (const auto& sw : j.schedule()) {
     std::printf("mode      %s from iteration %lld\n", ModeText(sw.mode()).c_str(),
                 static_cast<long long>(sw.from_iteration()));
@@ -252,8 +260,8 @@ void PrintStatus(const JobStatus& j) {
         const auto& p = j.progress(m.rank());
         extra = absl::StrFormat("  iteration %d loss %g", p.iteration(), p.stats().loss());
       }
-      std::printf("  %3d  %-6s %-20s %s%s\n", m.rank(), state.c_str(), m.name().c_str(),
-                  m.address().c_str(), extra.c_str());
+      std::printf("  %3d  %-6s %-20s %s%s\n", m.rank(), state.c_str(), Printable(m.name()).c_str(),
+                  Printable(m.address()).c_str(), extra.c_str());
     }
   };
   table("workers", j.workers(), true);

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
 
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
@@ -28,7 +29,14 @@ absl::StatusOr<herd::v1::TrainingResult> Train(Session& session, std::unique_ptr
   int64_t first = session.start_iteration();
   DataPosition at = session.start_position();
   HERD_RETURN_IF_ERROR(CheckPosition(at, samples_total, "the resumed checkpoint"));
-  const int64_t total = first + IterationsLeft(at, samples_total, world, batch, training.epochs());
+  const int64_t left = IterationsLeft(at, samples_total, world, batch, training.epochs());
+  // The resumed iteration is the checkpoint's (bounded by its check); still, never overflow.
+  if (first < 0 || left > std::numeric_limits<int64_t>::max() - first) {
+    return absl::DataLossError(absl::StrFormat(
+        "the resumed checkpoint's iteration %d and the %d iterations left do not add up", first,
+        left));
+  }
+  const int64_t total = first + left;
   // The job's optimizer with every field of its spec (AdamW, Adam's betas), not only those
   // Session::JobOptimizer reads.
   HERD_ASSIGN_OR_RETURN(optim::OptimizerConfig optimizer, OptimizerOfJob(session.spec()));

@@ -413,11 +413,16 @@ void UcxCommunicator::Shutdown(const absl::Status& why, bool graceful) {
     }
   }
   // 1. Receives not matched yet are cancelled; their callbacks run inside ucp_request_cancel.
-  for (auto& r : pending) {
-    if (r->direction == Direction::kRecv && r->ucp_request != nullptr) {
-      ucp_request_cancel(w, r->ucp_request);
+  //    An abort keeps the notice receive until its own notices are out (step 3).
+  auto cancel_receives = [&](bool notices) {
+    for (auto& r : pending) {
+      if (r->direction == Direction::kRecv && r->ucp_request != nullptr && r->notice == notices) {
+        ucp_request_cancel(w, r->ucp_request);
+      }
     }
-  }
+  };
+  cancel_receives(false);
+  if (graceful) cancel_receives(true);
   // 2. Transfers already matched cannot be cancelled in UCX 1.13: let those with live peers
   //    finish (bounded), so that no data lands in a user buffer after we return.
   const auto drain_until = Clock::now() + kAbortDrain;
@@ -425,16 +430,21 @@ void UcxCommunicator::Shutdown(const absl::Status& why, bool graceful) {
     bool busy = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      for (auto& r : pending) busy |= r->ucp_request != nullptr && dead_[r->peer].ok();
+      for (auto& r : pending) {
+        busy |= !r->notice && r->ucp_request != nullptr && dead_[r->peer].ok();
+      }
     }
     if (!busy) break;
     if (ProgressOnce() == 0 && ucp_worker_arm(w) == UCS_OK) {
       SleepOnFd(worker_->event_fd(), Deadline::After(1ms));
     }
   }
-  // 3. An abort tells the live peers why, then every endpoint is closed (forcibly unless
-  //    graceful): sends still queued are dropped.
-  if (!graceful) SendAbortNotices(reason);
+  // 3. An abort tells the live peers why and lets them read it (bounded: ucx_abort_notice.cc),
+  //    then every endpoint is closed (forcibly unless graceful): sends still queued are dropped.
+  if (!graceful) {
+    SendAbortNotices(reason);
+    cancel_receives(true);
+  }
   CloseEndpoints(graceful);
   // 4. What UCX still holds is released without callbacks; the worker is never progressed
   //    again, so nothing more is copied into or out of user buffers.

@@ -182,6 +182,8 @@ class UcxCommunicator final : public Communicator {
   void PostNoticeReceive();
   void OnNotice(uint64_t sender_tag, size_t length);
   void SendAbortNotices(const absl::Status& why);
+  void AwaitToldPeers(const std::vector<int>& told, Clock::time_point until);
+  bool TakeUnexpectedNotice(Clock::time_point until);
   // Receives and drops messages no one posted a receive for, so that UCX does not report
   // leaked buffers when the worker is destroyed. Requires worker_mu_.
   void DiscardUnexpected();

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <limits>
 #include <thread>
 
 #include "checkpoint/checkpoint_id.h"
@@ -214,6 +215,30 @@ TEST_F(HostileCheckpoint, AShapeOfMoreThanSixteenDimensionsIsRefused) {
   Finished v = RunWithin({"checkpoint", "verify", one_}, Log("verify"), 20);
   EXPECT_EQ(v.rc, 1) << v.out;
   EXPECT_THAT(v.out, HasSubstr("17 dimensions")) << v.out;
+}
+
+TEST_F(HostileCheckpoint, AnIterationNoJobReachesIsRefusedByVerify) {
+  // A job resumed there would count its iterations past int64.
+  const int64_t far = std::numeric_limits<int64_t>::max() - 1;
+  const std::string moved = root_ + "/" + checkpoint::CheckpointId(far);
+  fs::rename(one_, moved);
+  Resign(moved, [&](herd::v1::CheckpointManifest& m) {
+    m.set_id(checkpoint::CheckpointId(far));
+    m.set_iteration(far);
+  });
+  Finished v = RunWithin({"checkpoint", "verify", moved}, Log("verify"), 20);
+  EXPECT_EQ(v.rc, 1) << v.out;
+  EXPECT_THAT(v.out, HasSubstr("resumes at iteration 9223372036854775806 (at most "
+                               "4611686018427387904)"))
+      << v.out;
+}
+
+TEST_F(HostileCheckpoint, FileSizesThatPassInt64AreAProblemInTheList) {
+  Resign(one_, [](herd::v1::CheckpointManifest& m) {
+    for (auto& f : *m.mutable_files()) f.set_bytes(std::numeric_limits<int64_t>::max() / 2 + 1);
+  });
+  Finished f = RunWithin({"checkpoint", "list", root_}, Log("list"), 20);
+  EXPECT_THAT(f.out, HasSubstr("makes the total pass 2^63 bytes")) << f.out;
 }
 
 TEST_F(HostileCheckpoint, ControlBytesInAManifestReachTheTerminalEscaped) {

@@ -12,6 +12,7 @@
 namespace herd::scheduler {
 namespace {
 
+using testing::ExampleSpec;
 using testing::RunHerd;
 using testing::SchedulerProcess;
 using testing::TempDir;
@@ -120,6 +121,39 @@ TEST(JobCli, SubmitPlanSetModeStatusListCancel) {
   ASSERT_EQ(r.rc, 0) << r.out;
   r = RunHerd({"job", "status", "j1", "--scheduler", addr});
   EXPECT_NE(r.out.find("CANCELLED"), std::string::npos) << r.out;
+}
+
+// What the scheduler stores came from processes and operators: `herd job status` prints it with
+// control bytes escaped. A C1 control (CSI, U+009B, as UTF-8) in a worker's failure reason is
+// kept by the scheduler (it makes only C0 bytes spaces) and would reach the terminal raw.
+TEST(JobCli, StatusEscapesControlBytesInWhatProcessesReported) {
+  TempDir dir;
+  SchedulerProcess proc;
+  proc.Start(dir.path() + "/state", 0);
+  ClientOptions o;
+  o.address = proc.address();
+  auto c = SchedulerClient::Connect(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE((*c)->SubmitJob(ExampleSpec("j1", 2, 0)).ok());
+  herd::v1::RegisterNodeRequest reg;
+  reg.set_job("j1");
+  reg.set_role(herd::v1::ROLE_WORKER);
+  reg.set_name("w0");
+  reg.set_address("w0:9000");
+  auto w0 = (*c)->RegisterNode(reg);
+  ASSERT_TRUE(w0.ok()) << w0.status();
+  herd::v1::FailJobRequest fail;
+  fail.set_job("j1");
+  fail.set_node_id(w0->node_id());
+  fail.set_reason(
+      "disk \xc2\x9b"
+      "2J gone");
+  ASSERT_TRUE((*c)->FailJob(fail).ok());
+
+  auto r = RunHerd({"job", "status", "j1", "--scheduler", proc.address()});
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("disk \\xc2\\x9b2J gone"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\xc2\x9b"), std::string::npos) << r.out;
 }
 
 TEST(JobCli, UnreachableSchedulerIsAClearError) {

@@ -149,6 +149,28 @@ TEST_F(CheckpointCorruption, EveryCheckpointBrokenIsNotFoundWithTheReasons) {
   EXPECT_THAT(resolved.status().message(), HasSubstr("worker-1.state"));
 }
 
+// The reasons go into the job's status and to the operator: a directory of many broken
+// checkpoints lists the newest few and counts the rest.
+TEST_F(CheckpointCorruption, ManyBrokenCheckpointsAreListedBoundedThenCounted) {
+  constexpr int kBroken = 12;
+  for (int i = 0; i < kBroken; ++i) {
+    const int64_t it = 30 + 10 * i;
+    ASSERT_TRUE(SaveCheckpoint(PosixEnv(), dir_->path(), it, 2).ok());
+    std::filesystem::remove(dir_->path() + "/" + CheckpointId(it) + "/worker-1.state");
+  }
+  std::filesystem::remove(newest_ + "/worker-1.state");
+  auto resolved = ResolveCheckpoint(PosixEnv(), dir_->path());
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  EXPECT_EQ(resolved->id, "it-00000010");
+  ASSERT_EQ(resolved->skipped.size(), ResolvedCheckpoint::kMaxSkippedListed + 1);
+  EXPECT_THAT(resolved->skipped[0], HasSubstr(CheckpointId(30 + 10 * (kBroken - 1)) + ": "));
+  EXPECT_EQ(resolved->skipped.back(),
+            absl::StrFormat("and %d older broken checkpoint(s)", kBroken + 1 - 8));
+  for (const auto& why : resolved->skipped) {
+    EXPECT_LE(why.size(), ResolvedCheckpoint::kMaxSkippedBytes + 4);
+  }
+}
+
 TEST_F(CheckpointCorruption, AManifestOfAnotherCheckpointIsRefused) {
   std::filesystem::copy_file(dir_->path() + "/it-00000010/MANIFEST", newest_ + "/MANIFEST",
                              std::filesystem::copy_options::overwrite_existing);
