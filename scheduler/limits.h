@@ -54,8 +54,8 @@ inline constexpr size_t kMaxTensorNameBytes = 256;
 inline constexpr size_t kMaxWordBytes = 64;
 // host:port of a process, and its host name (a DNS name has at most 253 bytes).
 inline constexpr size_t kMaxAddressBytes = 256;
-// A UCX worker address blob: with every transport of a multi-rail node it is a few KiB. Every
-// plan carries every member's blob, so this bounds the plan's size per member.
+// A UCX worker address blob: with every transport of a multi-rail node it is a few KiB. A
+// RegisterNode may still carry one (older clients); it is checked against this and not kept.
 inline constexpr size_t kMaxUcxAddressBytes = 16 << 10;
 // Reasons an operator gives (cancel) are refused above this; a process's failure reason is cut
 // to it (the start says the most). Both are kept in the job's state and shown in every answer.

@@ -216,7 +216,7 @@ absl::StatusOr<herd::v1::RegisterNodeResponse> SchedulerCore::RegisterNode(
   m->set_name(req.name());
   m->set_node_id(id);
   m->set_address(req.address());
-  m->set_ucx_address(req.ucx_address());
+  m->clear_ucx_address();  // not kept (see RegisterNodeRequest.ucx_address)
   m->set_host(req.host());
   m->set_alive(true);
   const std::string why = reason;

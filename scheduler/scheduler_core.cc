@@ -115,6 +115,11 @@ absl::Status SchedulerCore::Load() {
   // tell how long it was down, and running processes keep their node ids across its restart.
   const auto now = Clock::now();
   for (auto& [name, status] : contents.jobs) {
+    // Records of older versions kept every member's UCX address, which nothing reads
+    // (job.proto, Member.ucx_address): dropped here, and from the record at its next write.
+    for (auto* slots : {status.mutable_workers(), status.mutable_servers()}) {
+      for (auto& m : *slots) m.clear_ucx_address();
+    }
     absl::Status check = CheckStoredJob(name, status);
     // Node ids are unique across jobs: a record that reuses one would steal another's node.
     for (const auto* slots : {&status.workers(), &status.servers()}) {

@@ -117,7 +117,8 @@ TEST(SchedulerCore, RegistrationAssignsRanksAndStartsTheJob) {
   // its size does not grow with the workers' addresses.
   EXPECT_EQ(plan->workers_size(), 0);
   EXPECT_EQ(plan->incarnations_size(), 0) << "every slot holds the process it started with";
-  EXPECT_EQ(job->workers(2).ucx_address(), "ucx-w2") << "the job's status keeps it";
+  // Nor does the status: UCX records live in the store, where the ranks that talk read them.
+  EXPECT_TRUE(job->workers(2).ucx_address().empty()) << "the job's status does not keep it";
   EXPECT_EQ(plan->servers(0).address(), "s0:1234");
   // A fourth worker is not needed.
   auto extra = core->RegisterNode(Reg("j1", herd::v1::ROLE_WORKER, "w9"));
