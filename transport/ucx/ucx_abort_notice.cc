@@ -129,9 +129,12 @@ bool UcxCommunicator::TakeUnexpectedNotice(Clock::time_point until) {
   ucp_tag_recv_info_t info{};
   ucp_tag_message_h msg = ucp_tag_probe_nb(w, NoticeTag(0), kNoticeMask, /*remove=*/1, &info);
   if (msg == nullptr) return false;
-  std::vector<char> scratch(std::max<size_t>(info.length, 1));
+  // Into the communicator's own buffer, which outlives the worker: a receive still in progress
+  // at the bound may complete during the close, and must not land in freed memory. Senders cut
+  // their notices to its size; a longer message ends truncated and is dropped.
   ucp_request_param_t param{};
-  ucs_status_ptr_t h = ucp_tag_msg_recv_nbx(w, scratch.data(), info.length, msg, &param);
+  ucs_status_ptr_t h = ucp_tag_msg_recv_nbx(
+      w, notice_buffer_.data(), std::min(info.length, notice_buffer_.size()), msg, &param);
   bool complete = !UCS_PTR_IS_ERR(h);
   if (UCS_PTR_IS_PTR(h)) {
     while (ucp_request_check_status(h) == UCS_INPROGRESS && Clock::now() < until) {
@@ -140,11 +143,7 @@ bool UcxCommunicator::TakeUnexpectedNotice(Clock::time_point until) {
     complete = ucp_request_check_status(h) == UCS_OK;
     ucp_request_free(h);
   }
-  if (complete) {
-    const size_t n = std::min(info.length, notice_buffer_.size());
-    std::copy_n(scratch.data(), n, notice_buffer_.data());
-    OnNotice(info.sender_tag, n);
-  }
+  if (complete) OnNotice(info.sender_tag, std::min(info.length, notice_buffer_.size()));
   return true;
 }
 
