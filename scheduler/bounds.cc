@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/dtype.h"
 #include "scheduler/limits.h"
 
@@ -82,6 +83,15 @@ absl::Status CheckJobStatusSize(const herd::v1::JobStatus& next, std::string_vie
         what, Echo(next.spec().name()), bytes, limits::kMaxJobStatusBytes));
   }
   return absl::OkStatus();
+}
+
+std::string NameSome(const std::vector<std::string>& items, std::string_view separator,
+                     size_t named) {
+  const std::string sep(separator);
+  if (items.size() <= named) return absl::StrJoin(items, sep);
+  return absl::StrFormat("%s%sand %d more",
+                         absl::StrJoin(items.begin(), items.begin() + named, sep), sep,
+                         items.size() - named);
 }
 
 std::string CutMessage(std::string_view message) {

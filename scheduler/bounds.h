@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "herd/v1/scheduler.pb.h"
@@ -29,6 +30,13 @@ int64_t ShardEntryCount(const herd::v1::JobSpec& spec);
 // RESOURCE_EXHAUSTED when `next` serialized would exceed limits::kMaxJobStatusBytes; `what`
 // says what would have grown it ("registering worker 'w3'").
 absl::Status CheckJobStatusSize(const herd::v1::JobStatus& next, std::string_view what);
+
+// `items` joined with `separator`, the first `named` of them, then "and N more": a list of
+// members that goes into the job's state or a view (deaths, missing reports, empty ranks) stays
+// a few hundred bytes however many thousand members it counts.
+inline constexpr size_t kNamedInList = 4;
+std::string NameSome(const std::vector<std::string>& items, std::string_view separator,
+                     size_t named = kNamedInList);
 
 // An error message cut to limits::kMaxErrorMessageBytes (the service edge applies it to every
 // answer).

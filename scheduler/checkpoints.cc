@@ -22,6 +22,7 @@
 #include "checkpoint/owner.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "scheduler/bounds.h"
 #include "scheduler/job_spec.h"
 #include "scheduler/plan_builder.h"
 #include "scheduler/scheduler_core.h"
@@ -375,7 +376,7 @@ void SchedulerCore::ExpireCheckpoints() {
         if (!in) missing.push_back(p);
       }
       why = absl::StrFormat("not committed within %d ms: no report from %s", TimeoutMs(job.status),
-                            absl::StrJoin(missing, ", "));
+                            NameSome(missing, ", "));
     } else if (job.status.state() == herd::v1::JOB_FAILED ||
                job.status.state() == herd::v1::JOB_CANCELLED) {
       why = absl::StrFormat("the job ended (%s)", JobStateName(job.status.state()));

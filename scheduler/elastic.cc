@@ -5,6 +5,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "plan/modes.h"
+#include "scheduler/bounds.h"
 #include "scheduler/horizon.h"
 #include "scheduler/plan_builder.h"
 
@@ -46,7 +47,7 @@ std::string EmptySlots(const herd::v1::JobStatus& s) {
                                        : absl::StrFormat("rank %d ('%s')", m.rank(), m.name()));
     }
   }
-  return absl::StrJoin(empty, ", ");
+  return NameSome(empty, ", ");
 }
 
 namespace {

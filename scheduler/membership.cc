@@ -1,5 +1,5 @@
-// SchedulerCore membership: registration (rank and shard assignment), heartbeats and the
-// failure detector. Every change of membership starts a new epoch.
+// SchedulerCore membership: heartbeats and the failure detector (registration is in
+// registration.cc). Every change of membership starts a new epoch.
 
 #include <algorithm>
 #include <set>
@@ -20,10 +20,6 @@
 namespace herd::scheduler {
 namespace {
 
-using limits::kMaxAddressBytes;
-using limits::kMaxNodeNameBytes;
-using limits::kMaxUcxAddressBytes;
-
 bool ModeNeedsEveryWorker(const herd::v1::ModeSpec& mode) {
   const plan::ModeInfo* m = plan::FindMode(mode.mode());
   return m == nullptr || !m->survives_worker_loss;
@@ -35,222 +31,7 @@ int64_t NowUnixMs() {
       .count();
 }
 
-std::string_view RoleName(herd::v1::Role role) {
-  return role == herd::v1::ROLE_SERVER ? "server" : "worker";
-}
-
-absl::Status ValidateNodeName(std::string_view name) {
-  const bool printable =
-      std::all_of(name.begin(), name.end(), [](char c) { return c > ' ' && c < 127; });
-  if (name.empty() || name.size() > kMaxNodeNameBytes || !printable) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "node name '%s' is not valid: give 1-%d printable characters without spaces (e.g. the "
-        "pod or host name)",
-        Echo(name), kMaxNodeNameBytes));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
-
-absl::StatusOr<herd::v1::RegisterNodeResponse> SchedulerCore::RegisterNode(
-    const herd::v1::RegisterNodeRequest& req) {
-  if (req.role() != herd::v1::ROLE_WORKER && req.role() != herd::v1::ROLE_SERVER) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("node '%s' registers with role %d; only workers and servers register",
-                        req.name(), static_cast<int>(req.role())));
-  }
-  HERD_RETURN_IF_ERROR(ValidateNodeName(req.name()));
-  HERD_RETURN_IF_ERROR(CheckText(absl::StrFormat("the address of node '%s'", req.name()),
-                                 req.address(), kMaxAddressBytes, /*may_be_empty=*/true));
-  HERD_RETURN_IF_ERROR(CheckText(absl::StrFormat("the host of node '%s'", req.name()), req.host(),
-                                 kMaxAddressBytes, /*may_be_empty=*/true));
-  if (req.ucx_address().size() > kMaxUcxAddressBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("node '%s': the UCX address has %d bytes, more than the limit of %d",
-                        req.name(), req.ucx_address().size(), kMaxUcxAddressBytes));
-  }
-  const std::string_view role = RoleName(req.role());
-  std::lock_guard<std::mutex> lock(mu_);
-  HERD_RETURN_IF_ERROR(HearWitness(
-      req.seen_state_seq(), req.job(), 0,
-      absl::StrFormat("%s '%s' registering in job '%s'", role, req.name(), Echo(req.job()))));
-  HERD_ASSIGN_OR_RETURN(Job * job, FindActiveJob(req.job(), "register"));
-  const bool worker = req.role() == herd::v1::ROLE_WORKER;
-  const auto& slots = worker ? job->status.workers() : job->status.servers();
-  const int count = slots.size();
-  if (count == 0) {
-    return absl::FailedPreconditionError(
-        absl::StrFormat("job '%s' has no %ss (its spec says %s: 0); %s '%s' cannot join it",
-                        req.job(), role, role, role, req.name()));
-  }
-  // A running elastic job below max_workers grows by one slot (rank = the slot count) for a
-  // newcomer that finds every slot alive, or that asks for that rank (a Kubernetes Indexed Job
-  // scaled up: its new index is the next rank); docs/elastic.md, "Grow".
-  const bool elastic_worker = worker && IsElastic(job->status.spec());
-  const int max_workers = elastic_worker ? job->status.spec().elastic().max_workers() : count;
-  const bool running = job->status.state() == herd::v1::JOB_RUNNING;
-  const bool may_grow = elastic_worker && running && count < max_workers;
-  if (req.has_requested_rank() && req.requested_rank() == count && elastic_worker && running &&
-      !may_grow) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "worker '%s' asks for new rank %d; job '%s' already has its max_workers %d workers; the "
-        "job is unchanged",
-        req.name(), count, req.job(), max_workers));
-  }
-  if (req.has_requested_rank() && (req.requested_rank() < 0 || req.requested_rank() > count ||
-                                   (req.requested_rank() == count && !may_grow))) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s '%s' asks for rank %d; job '%s' has ranks 0..%d%s", role, req.name(),
-        req.requested_rank(), req.job(), count - 1,
-        elastic_worker ? absl::StrFormat(" (it grows to at most max_workers %d, one rank at a "
-                                         "time while it runs)",
-                                         max_workers)
-                       : ""));
-  }
-
-  // The slot: the one this name held before (a node that comes back takes its place), else
-  // the requested one, else the lowest never-taken slot, else the lowest dead one.
-  int slot = -1;
-  std::string reason;
-  for (int i = 0; i < count; ++i) {
-    if (slots[i].name() == req.name()) slot = i;
-  }
-  if (slot >= 0) {
-    const auto& m = slots[slot];
-    if (m.alive()) {
-      const auto& seen = worker ? job->worker_seen : job->server_seen;
-      const auto ago = std::chrono::duration_cast<std::chrono::milliseconds>(
-          Clock::now() - seen[static_cast<size_t>(slot)]);
-      return absl::AlreadyExistsError(absl::StrFormat(
-          "%s of job '%s' is registered and alive (node id %d, last heartbeat %d ms ago); a "
-          "restarted process can take its place once the scheduler declares it dead (heartbeat "
-          "timeout %d ms), or register under another name",
-          DescribeMember(req.role(), m), req.job(), m.node_id(), ago.count(),
-          options_.heartbeat_timeout.count()));
-    }
-    if (req.has_requested_rank() && req.requested_rank() != slot) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "%s '%s' held rank %d of job '%s' and can only take that rank back, not %d", role,
-          req.name(), slot, req.job(), req.requested_rank()));
-    }
-    reason = absl::StrFormat("%s '%s' (rank %d) rejoined", role, req.name(), slot);
-  } else if (req.has_requested_rank() && req.requested_rank() == count) {
-    slot = count;  // may_grow (checked above)
-    reason = absl::StrFormat("worker '%s' joined as new rank %d (%d of at most %d workers)",
-                             req.name(), slot, count + 1, max_workers);
-  } else if (req.has_requested_rank()) {
-    slot = req.requested_rank();
-    const auto& m = slots[slot];
-    if (!m.name().empty() && m.alive()) {
-      return absl::AlreadyExistsError(
-          absl::StrFormat("rank %d of job '%s' is held by live %s; %s '%s' cannot take it", slot,
-                          req.job(), DescribeMember(req.role(), m), role, req.name()));
-    }
-  } else {
-    for (int i = 0; i < count && slot < 0; ++i) {
-      if (slots[i].name().empty()) slot = i;
-    }
-    for (int i = 0; i < count && slot < 0; ++i) {
-      if (!slots[i].alive()) slot = i;
-    }
-    if (slot < 0) {
-      // Every slot is alive: a running elastic job grows by one (a new rank) up to max_workers
-      // when its mode grows (JoinRefusal and GrowRefusal below); anything else is refused.
-      if (may_grow) {
-        slot = count;
-        reason = absl::StrFormat("worker '%s' joined as new rank %d (%d of at most %d workers)",
-                                 req.name(), slot, count + 1, max_workers);
-      } else {
-        return absl::FailedPreconditionError(absl::StrFormat(
-            "job '%s' already has its %d %ss, all alive; %s '%s' is not needed%s", req.job(), count,
-            role, role, req.name(),
-            !elastic_worker ? ""
-            : running
-                ? absl::StrFormat(" (its max_workers is %d; the job is unchanged)", max_workers)
-                : absl::StrFormat(" (job is %s: it grows up to max_workers %d only while it runs)",
-                                  JobStateName(job->status.state()), max_workers)));
-      }
-    }
-  }
-  // A worker that registers while an elastic job runs joins at a new epoch and takes the
-  // model's state from the live workers (docs/elastic.md, "Rejoin"); a mode that cannot change
-  // its worker count refuses it, and the job goes on as it was.
-  const bool joins =
-      worker && IsElastic(job->status.spec()) && job->status.state() == herd::v1::JOB_RUNNING;
-  if (joins) {
-    const auto& mode = ModeAt(job->status, job->status.issued_iteration() + 1);
-    if (std::string refused = JoinRefusal(job->status, mode, req.name()); !refused.empty()) {
-      return absl::FailedPreconditionError(refused);
-    }
-    if (std::string refused = EndRefusal(job->status, req.name()); !refused.empty()) {
-      return absl::FailedPreconditionError(refused);
-    }
-    if (std::string refused = GrowRefusal(job->status, mode, req.name());
-        slot == count && !refused.empty()) {
-      return absl::FailedPreconditionError(refused);
-    }
-  }
-  if (reason.empty()) {
-    const auto& old = slots[slot];
-    reason = old.name().empty()
-                 ? absl::StrFormat("%s '%s' registered as rank %d", role, req.name(), slot)
-                 : absl::StrFormat("%s '%s' replaced dead '%s' as rank %d", role, req.name(),
-                                   old.name(), slot);
-  }
-
-  const uint64_t id = next_node_id_;
-  herd::v1::JobStatus next = job->status;
-  const bool grows = slot == count;
-  if (grows) {
-    // A new rank: its slot and its progress, at the boundary the new epoch begins at
-    // (NoteWorkerJoin); its heartbeat clock is added once the state is committed.
-    next.add_workers()->set_rank(slot);
-    auto* p = next.add_progress();
-    p->set_rank(slot);
-    p->set_iteration(next.completed_iteration());
-  }
-  herd::v1::Member* m = (worker ? next.mutable_workers() : next.mutable_servers())->Mutable(slot);
-  const uint64_t old_id = m->node_id();
-  m->set_rank(slot);
-  m->set_name(req.name());
-  m->set_node_id(id);
-  m->set_address(req.address());
-  m->clear_ucx_address();  // not kept (see RegisterNodeRequest.ucx_address)
-  m->set_host(req.host());
-  m->set_alive(true);
-  const std::string why = reason;
-  // A worker that joins the running job begins after every iteration the others may have begun
-  // (the horizon): they hand it their state at that boundary and run nothing again.
-  AdvanceEpoch(next, std::move(reason),
-               joins ? EpochStart::kAfterHorizon : EpochStart::kAfterProgress);
-  m->set_joined_epoch(joins ? next.epoch() : 0);
-  if (joins) NoteWorkerJoin(next, why, slot, NowUnixMs());
-  HERD_RETURN_IF_ERROR(
-      CheckJobStatusSize(next, absl::StrFormat("registering %s '%s'", role, req.name())));
-  HERD_RETURN_IF_ERROR(Commit(*job, std::move(next), id + 1, /*sync=*/true));
-  next_node_id_ = id + 1;
-  if (old_id != 0) {
-    nodes_.erase(old_id);
-    if (old_id != id) replaced_[old_id] = NodeRef{req.job(), req.role(), slot};
-  }
-  nodes_[id] = NodeRef{req.job(), req.role(), slot};
-  auto& seen = worker ? job->worker_seen : job->server_seen;
-  if (static_cast<size_t>(slot) >= seen.size()) seen.resize(static_cast<size_t>(slot) + 1);
-  seen[static_cast<size_t>(slot)] = Clock::now();
-
-  herd::v1::RegisterNodeResponse resp;
-  resp.set_node_id(id);
-  resp.set_rank(slot);
-  resp.set_epoch(job->status.epoch());
-  resp.set_heartbeat_timeout_ms(options_.heartbeat_timeout.count());
-  // Three heartbeats per timeout: one lost or late message does not kill a node.
-  resp.set_heartbeat_interval_ms(std::max<int64_t>(options_.heartbeat_timeout.count() / 3, 1));
-  resp.set_job_state(job->status.state());
-  resp.set_joins_running_job(joins);
-  resp.set_state_seq(db_->sequence().current());
-  return resp;
-}
 
 absl::StatusOr<herd::v1::HeartbeatResponse> SchedulerCore::Heartbeat(
     const herd::v1::HeartbeatRequest& req) {
@@ -416,7 +197,9 @@ void SchedulerCore::SweepJob(Job& job, Clock::time_point now) {
   };
   sweep(next.mutable_workers(), job.worker_seen, herd::v1::ROLE_WORKER);
   sweep(next.mutable_servers(), job.server_seen, herd::v1::ROLE_SERVER);
-  const std::string why = absl::StrJoin(dead, "; ");
+  // The first few by name (bounds.h): thousands lost at once (a rack, a partition) must not make
+  // the epoch's reason, which every view carries, megabytes long.
+  const std::string why = NameSome(dead, "; ");
   const auto& mode = ModeAt(next, next.completed_iteration() + 1);
   // An elastic job goes on with the live workers in a mode that shrinks (docs/elastic.md), as
   // long as it has not lost more than max_failures.

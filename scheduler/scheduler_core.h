@@ -288,6 +288,22 @@ class SchedulerCore {
 
   explicit SchedulerCore(SchedulerOptions options);
   absl::Status Load();
+
+  // Registration (registration.cc): a group commit. RegisterNode queues in registrations_;
+  // the first in line places every queued registration of its job on one copy of its state
+  // (PlaceRegistration, in order, each as if alone), writes it once and answers each
+  // (FinishRegistration). RegisterGroup answers the group in its order.
+  struct QueuedRegistration;
+  struct Placement;
+  std::vector<absl::StatusOr<herd::v1::RegisterNodeResponse>> RegisterGroup(
+      const std::vector<QueuedRegistration*>& group) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status PlaceRegistration(Job& job, herd::v1::JobStatus& next,
+                                 const herd::v1::RegisterNodeRequest& req, Placement* placement)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  herd::v1::RegisterNodeResponse FinishRegistration(Job& job,
+                                                    const herd::v1::RegisterNodeRequest& req,
+                                                    const Placement& placement)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DetectorLoop();
 
   absl::StatusOr<Job*> FindJob(std::string_view name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -418,6 +434,10 @@ class SchedulerCore {
   // Bytes (keys and values) of every job's bootstrap store together.
   size_t store_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_node_id_ ABSL_GUARDED_BY(mu_) = 1;
+  // Registrations in line (registration.cc); the first leads the next group. Its own mutex,
+  // never held while taking mu_: processes join the line while a group is written under mu_.
+  std::mutex registrations_mu_;
+  std::deque<QueuedRegistration*> registrations_ ABSL_GUARDED_BY(registrations_mu_);
   // Follow streams: id -> (job, node).
   struct StreamRef {
     std::string job;

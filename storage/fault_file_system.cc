@@ -1,5 +1,7 @@
 #include "storage/fault_file_system.h"
 
+#include <thread>
+
 namespace herd::storage {
 namespace {
 
@@ -39,10 +41,12 @@ class FaultWritableFile final : public rocksdb::FSWritableFileOwnerWrapper {
   }
   rocksdb::IOStatus Sync(const rocksdb::IOOptions& o, rocksdb::IODebugContext* dbg) override {
     if (auto st = fs_->Refuse(); !st.ok()) return st;
+    fs_->Syncing();
     return FSWritableFileOwnerWrapper::Sync(o, dbg);
   }
   rocksdb::IOStatus Fsync(const rocksdb::IOOptions& o, rocksdb::IODebugContext* dbg) override {
     if (auto st = fs_->Refuse(); !st.ok()) return st;
+    fs_->Syncing();
     return FSWritableFileOwnerWrapper::Fsync(o, dbg);
   }
 
@@ -73,6 +77,13 @@ rocksdb::IOStatus FaultFileSystem::Refuse() {
   rocksdb::IOStatus st = WriteStatus();
   if (!st.ok()) refused_.fetch_add(1);
   return st;
+}
+
+void FaultFileSystem::Syncing() {
+  syncs_.fetch_add(1);
+  if (const int64_t ms = sync_delay_ms_.load(); ms > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  }
 }
 
 rocksdb::IOStatus FaultFileSystem::Wrap(rocksdb::IOStatus st,

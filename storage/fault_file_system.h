@@ -11,6 +11,7 @@
 #include <rocksdb/file_system.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -36,6 +37,12 @@ class FaultFileSystem final : public rocksdb::FileSystemWrapper {
   rocksdb::IOStatus WriteStatus() const;
   // How many writes were refused so far.
   int64_t refused() const { return refused_.load(); }
+  // A slow disk: every sync of a written file takes at least `d` more (tests of what waits
+  // behind a synced write). And how many syncs there were so far.
+  void SlowSyncs(std::chrono::milliseconds d) { sync_delay_ms_.store(d.count()); }
+  int64_t syncs() const { return syncs_.load(); }
+  // Counts a sync and waits out the slow disk's delay.
+  void Syncing();
 
   rocksdb::IOStatus NewWritableFile(const std::string& f, const rocksdb::FileOptions& o,
                                     std::unique_ptr<rocksdb::FSWritableFile>* r,
@@ -60,6 +67,8 @@ class FaultFileSystem final : public rocksdb::FileSystemWrapper {
 
   std::atomic<Fault> fault_{Fault::kNone};
   std::atomic<int64_t> refused_{0};
+  std::atomic<int64_t> sync_delay_ms_{0};
+  std::atomic<int64_t> syncs_{0};
 };
 
 }  // namespace herd::storage
