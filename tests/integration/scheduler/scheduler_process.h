@@ -22,6 +22,10 @@ class HerdProcess {
              std::chrono::seconds patience);
   // Sends `sig` and reaps the process.
   void Stop(int sig = SIGTERM);
+  // Sends `sig` and leaves the process be (SIGSTOP, SIGCONT).
+  void Signal(int sig) const {
+    if (pid_ > 0) ::kill(pid_, sig);
+  }
   ~HerdProcess() { Stop(SIGKILL); }
 
   int port() const { return port_; }
@@ -40,6 +44,8 @@ class SchedulerProcess {
   void Start(const std::string& state_dir, int port, std::vector<std::string> extra = {});
   // Sends `sig` and reaps the process.
   void Stop(int sig = SIGTERM) { process_.Stop(sig); }
+  // Sends `sig` and leaves the process be: SIGSTOP pauses the scheduler, SIGCONT resumes it.
+  void Signal(int sig) const { process_.Signal(sig); }
 
   int port() const { return process_.port(); }
   std::string address() const { return "127.0.0.1:" + std::to_string(port()); }
