@@ -2,6 +2,7 @@
 // The fixture of the elastic tests with real processes (elastic_test.cc, elastic_slow_test.cc):
 // a real scheduler, `herd job submit` of an allreduce job of MLP workers with an `elastic`
 // block, `herd worker` processes over UCX, and readers of `herd job status`.
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -32,6 +33,25 @@ inline int64_t NowUnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+// The pid of the process whose command line holds every one of `args` (0 when none does): a
+// worker that `herd local` started, to kill it.
+inline pid_t FindProcess(const std::vector<std::string>& args) {
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return 0;
+  pid_t found = 0;
+  while (dirent* e = ::readdir(proc)) {
+    const pid_t pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::string cmdline = ReadFile("/proc/" + std::string(e->d_name) + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    bool all = true;
+    for (const auto& a : args) all &= cmdline.find(a) != std::string::npos;
+    if (all) found = pid;
+  }
+  ::closedir(proc);
+  return found;
 }
 
 class ElasticJob : public ::testing::Test {

@@ -1,32 +1,10 @@
 // Elastic membership with real processes, the longer runs (label slow): failures past
 // max_failures fail the job with the count, a job that lost a worker a third in ends within
 // 2 points of test accuracy of the same job undisturbed, and a job of three grows to four.
-#include <dirent.h>
-
-#include <algorithm>
-
 #include "tests/integration/worker/elastic_jobs.h"
 
 namespace herd::elastic_testing {
 namespace {
-
-// The pid of the process whose command line holds every one of `args` (0 when none does).
-pid_t FindProcess(const std::vector<std::string>& args) {
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return 0;
-  pid_t found = 0;
-  while (dirent* e = ::readdir(proc)) {
-    const pid_t pid = std::atoi(e->d_name);
-    if (pid <= 0) continue;
-    std::string cmdline = ReadFile("/proc/" + std::string(e->d_name) + "/cmdline");
-    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    bool all = true;
-    for (const auto& a : args) all &= cmdline.find(a) != std::string::npos;
-    if (all) found = pid;
-  }
-  ::closedir(proc);
-  return found;
-}
 
 TEST_F(ElasticJob, FailuresPastMaxFailuresFailTheJobWithTheCount) {
   sched_.Start(dir_ + "/scheduler", 0, {"--heartbeat-timeout", "3s"});
