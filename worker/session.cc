@@ -136,10 +136,11 @@ absl::Status Session::Register() {
   // Registered into an elastic job that runs: this worker joins at the new epoch and takes the
   // state from the live workers (Attach), not from the model it builds nor from a checkpoint.
   joining_ = registered_.joins_running_job();
+  checkpoints_.Bind(registered_.node_id(), rank_);
   HERD_RETURN_IF_ERROR(OpenResume(job));
   // A joiner keeps the job's start (its iteration count depends on it) but reads no state from
   // the checkpoint the job resumed from.
-  if (joining_) resume_.reset();
+  if (joining_) checkpoints_.ForgetResume();
   if (options_.preemptible != nullptr) {
     options_.preemptible->store(!spec_.checkpoint().dir().empty());
   }
@@ -190,7 +191,8 @@ absl::Status Session::Attach(std::vector<ModelTensor> tensors,
   tensors_ = std::move(tensors);
   // A resumed job starts from its checkpoint's parameters (the executor's state follows when
   // the first executor is built).
-  HERD_RETURN_IF_ERROR(ImportResumedParameters(layout));
+  HERD_RETURN_IF_ERROR(
+      checkpoints_.ImportParameters(layout, ImportWhere{rank_, world_size()}, tensors_));
   HERD_RETURN_IF_ERROR(WaitRunning());
   return joining_ ? JoinRunningJob() : absl::OkStatus();
 }
@@ -252,8 +254,7 @@ absl::StatusOr<Executor*> Session::BeginIteration(int64_t iteration) {
   }
   if (finished_) return absl::FailedPreconditionError("the session has finished");
   // Where a rollback to this iteration resumes the data (elastic jobs).
-  positions_[iteration] = position_;
-  while (positions_.size() > 4) positions_.erase(positions_.begin());
+  rollback_.NotePosition(iteration, position_);
   absl::StatusOr<herd::v1::Plan> plan = FetchPlan(iteration);
   if (!plan.ok()) return Explain(plan.status());
   if (Ended(plan->job_state())) {
@@ -276,7 +277,7 @@ absl::StatusOr<Executor*> Session::BeginIteration(int64_t iteration) {
   }
   // The cut of a checkpoint: the state before this iteration is saved first (by the executor
   // of the previous iteration, before any mode switch at this one).
-  if (plan->checkpoint_iteration() == iteration && plan->checkpoint_id() != staged_id_) {
+  if (plan->checkpoint_iteration() == iteration && plan->checkpoint_id() != checkpoints_.staged_id()) {
     if (executor_ == nullptr) HERD_RETURN_IF_ERROR(Explain(SwitchTo(*plan, iteration)));
     HERD_RETURN_IF_ERROR(Explain(TakeCheckpoint(*plan)));
   }
@@ -297,7 +298,7 @@ absl::StatusOr<Executor*> Session::BeginIteration(int64_t iteration) {
         "iteration %d of job '%s': its live workers changed (%s)", iteration, options_.job,
         plan->pause_reason().empty() ? "a worker left" : plan->pause_reason()));
   }
-  if (elastic_ && commits_.empty() && ModeUsesCommunicator(plan->mode().mode())) {
+  if (elastic_ && rollback_.empty() && ModeUsesCommunicator(plan->mode().mode())) {
     // The state before the first iteration: what a death during it rolls back to.
     HERD_RETURN_IF_ERROR(CommitIteration(iteration - 1));
   }
@@ -446,12 +447,8 @@ absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
       members_count_ = plan.ranks_size();
     }
   }
-  if (resume_ != nullptr) {
-    // The first executor of a resumed job takes the checkpoint's state (whichever mode and
-    // worker count saved it); the checkpoint is not needed after that.
-    HERD_RETURN_IF_ERROR(executor_->ImportState(*resume_));
-    resume_.reset();
-  }
+  // The first executor of a resumed job takes the checkpoint's state.
+  HERD_RETURN_IF_ERROR(checkpoints_.ImportInto(*executor_));
   Log().info("worker {}: iteration {}: {}", rank_, iteration, executor_->Describe());
   return absl::OkStatus();
 }
@@ -550,9 +547,8 @@ absl::StatusOr<herd::v1::JobStatus> Session::Finish(herd::v1::TrainingResult res
   if (result.params_digest().empty()) result.set_params_digest(ParamsDigest());
   if (planned_iterations_ <= 0) HERD_RETURN_IF_ERROR(DeclareEnd());
   HERD_RETURN_IF_ERROR(TakeFinalCheckpoint());
-  if (commits_taken_ > 0) {
-    (*result.mutable_metrics())["elastic_commit_ms"] =
-        1000.0 * commit_seconds_ / static_cast<double>(commits_taken_);
+  if (rollback_.commits_taken() > 0) {
+    (*result.mutable_metrics())["elastic_commit_ms"] = rollback_.mean_commit_ms();
   }
   if (handover_bytes_ > 0) {
     (*result.mutable_metrics())["elastic_handover_bytes"] = static_cast<double>(handover_bytes_);

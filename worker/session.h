@@ -33,10 +33,17 @@
 // training calls Fail(), which fails the job for every other process.
 //
 // Threading: one thread drives the session; the heartbeat thread only aborts.
+//
+// The parts with one job each: PlanFollower (plan_follower.h: the epoch view and horizon over
+// the Follow stream, each iteration's plan computed here), CheckpointParticipant
+// (checkpointing/checkpoint_participant.h: staging, reporting, the program's values, the
+// resumed checkpoint), RollbackLog (rollback_log.h: an elastic worker's commits). What stays in
+// the session is what ties them to the executor: switching modes at a stretch's boundary
+// (SwitchTo: the communicator, the executor and the state carried between them), the
+// checkpoint cut and the elastic recovery.
 
 #include <atomic>
 #include <chrono>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -46,16 +53,16 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "checkpoint/reader.h"
-#include "checkpoint/writer.h"
 #include "common/timeline.h"
 #include "herd/v1/scheduler.pb.h"
 #include "scheduler/client/scheduler_client.h"
 #include "transport/connect.h"
 #include "transport/store/store.h"
+#include "worker/checkpointing/checkpoint_participant.h"
 #include "worker/elastic_plan.h"
 #include "worker/executor.h"
 #include "worker/plan_follower.h"
+#include "worker/rollback_log.h"
 #include "worker/trainable.h"
 
 namespace herd::worker {
@@ -181,10 +188,12 @@ class Session {
   // The program's own values saved with each checkpoint (a front end's `herd.state(...)`): the
   // values as last set before the checkpoint's iteration began. INVALID_ARGUMENT (nothing
   // changed) past the bounds: 64 keys, keys of 1-64 characters, 64 KiB per value.
-  absl::Status SetProgramValue(const std::string& key, std::string value);
+  absl::Status SetProgramValue(const std::string& key, std::string value) {
+    return checkpoints_.SetProgramValue(key, std::move(value));
+  }
   // A resumed job's program values (those its checkpoint saved); empty otherwise.
   const std::map<std::string, std::string>& resumed_program_values() const {
-    return resumed_program_values_;
+    return checkpoints_.resumed_program_values();
   }
   // After Attach: the job's first iteration and data position (a resumed job's are its
   // checkpoint's; 0 and the start of the data otherwise; for a worker that joined a running
@@ -203,7 +212,7 @@ class Session {
   // returned CANCELLED after the checkpoint committed; the program exits 0 without Finish.
   bool preempted() const { return preempted_; }
   // Waits until every checkpoint file this worker staged is written and reported.
-  absl::Status DrainCheckpoints(Deadline deadline);
+  absl::Status DrainCheckpoints(Deadline deadline) { return checkpoints_.Drain(deadline); }
   // The digest of this worker's parameters now (worker/checkpointing/params_digest.h).
   std::string ParamsDigest() const;
 
@@ -290,13 +299,11 @@ class Session {
   // the last one begun was not ended. A worker that ran another count than the one declared
   // first is refused (FAILED_PRECONDITION naming both).
   absl::Status DeclareEnd();
-  // A resumed job: opens the checkpoint it names, reads the iteration and data position
-  // (Register); checks the layout and imports the parameters (Attach).
+  // A resumed job: opens the checkpoint it names and starts at its iteration and data position
+  // (Register).
   absl::Status OpenResume(const herd::v1::JobStatus& job);
-  absl::Status ImportResumedParameters(const std::vector<herd::v1::TensorSpec>& layout);
   // Asks once for the preemption checkpoint when the stop flag is set (driver or heartbeat).
   void MaybeRequestPreemption();
-  void ReportCheckpointFile(const std::string& id, absl::StatusOr<herd::v1::CheckpointFile> file);
 
   // Elastic membership (session_elastic.cc).
   // Keeps the state after `iteration` (parameters and executor state) in memory; the two newest
@@ -411,10 +418,8 @@ class Session {
   std::chrono::steady_clock::time_point iteration_begin_;
   bool finished_ = false;
 
-  // Checkpoints.
-  std::unique_ptr<checkpoint::CheckpointWriter> writer_;
-  std::unique_ptr<checkpoint::CheckpointReader> resume_;  // until the first executor imports it
-  std::string staged_id_;                                 // the checkpoint staged last
+  // Checkpoints: the writer, the checkpoint a resumed job starts from, the program's values.
+  CheckpointParticipant checkpoints_{client_, options_.job, options_.timeout};
   DataPosition position_;
   int64_t start_iteration_ = 0;
   int64_t planned_iterations_ = 0;            // as declared by Attach or DeclareEnd (0: not known)
@@ -424,8 +429,6 @@ class Session {
                                    // iteration EndIteration ended last
   DataPosition start_position_;
   std::optional<int64_t> start_position_iteration_;    // set by a ps_async join (see its accessor)
-  std::map<std::string, std::string> program_values_;  // saved as "program/<key>"
-  std::map<std::string, std::string> resumed_program_values_;  // read at OpenResume
   bool preempted_ = false;
   std::atomic<bool> preemption_asked_{false};
   std::chrono::steady_clock::time_point preempt_deadline_;
@@ -433,16 +436,11 @@ class Session {
   // Elastic membership.
   bool elastic_ = false;  // the job's spec has an `elastic` block
   bool joining_ = false;  // registered into the running job; holds no state of it yet
-  struct Commit {
-    int64_t iteration = 0;  // the state after this iteration
-    checkpoint::ProcessState state;
-  };
-  std::deque<Commit> commits_;
+  RollbackLog rollback_;  // the two newest commits, the data positions of the newest begun
   // dear in an elastic job: the report of the iteration ended last, sent once it is committed
   // (a report reaches the scheduler only after its commit: the epoch after a death begins
   // after the last iteration every live worker reported).
   std::optional<herd::v1::ReportIterationRequest> lagged_report_;
-  std::map<int64_t, DataPosition> positions_;  // of the iterations begun lately
   // A rollback's executor state, for the executor the next BeginIteration builds.
   std::optional<checkpoint::ProcessState> restored_;
   // The shards' modes in an elastic job: the live ranks of the plan this worker followed last,
@@ -455,8 +453,6 @@ class Session {
   // The membership generation the stretch was built for (written under mu_: the heartbeat
   // thread compares it with the job's).
   int32_t generation_ = 0;
-  double commit_seconds_ = 0;
-  int64_t commits_taken_ = 0;
   int64_t handover_bytes_ = 0;   // the state this worker took when it joined
   double handover_seconds_ = 0;  // sending it (after the communicator was built)
   double join_seconds_ = 0;      // Attach's part of the join: the communicator and the state

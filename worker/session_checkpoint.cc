@@ -1,21 +1,13 @@
-// Session: taking a checkpoint at the cut, stopping at one when the job is preempted, and
-// resuming from one (session.h, "Checkpoints and resume"; docs/checkpoint.md).
-//
-// What a worker's file holds (process "worker-<rank>"):
-//   param/<tensor>             its parameters (fp32, the whole tensor; ExportParams)
-//   <kind>/<tensor>...         its executor's state (Executor::ExportState)
-//   values: iteration (the cut), data/epoch and data/offset (the global data position of the
-//   cut's batch: worker/data/epoch_order.h), mode, workers, and on rank 0 params_digest.
+// Session: when a worker takes part in a checkpoint (the cut its plan names, the final one,
+// the preemption one) and the resumed job's start (session.h, "Checkpoints and resume";
+// docs/checkpoint.md). What a file holds and how it is written and reported:
+// worker/checkpointing/checkpoint_participant.h.
 
 #include <thread>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
-#include "checkpoint/env.h"
-#include "checkpoint/state_source.h"
 #include "common/logging.h"
 #include "common/status.h"
-#include "plan/modes.h"
 #include "scheduler/client/job_wait.h"
 #include "worker/checkpointing/params_digest.h"
 #include "worker/executor_state.h"
@@ -25,36 +17,6 @@ namespace herd::worker {
 namespace {
 
 using Seconds = std::chrono::duration<double>;
-
-// The store keys by which workers and shards meet at a cut (docs/checkpoint.md, "Shards").
-std::string WorkerAtCutKey(const std::string& id, int rank) {
-  return absl::StrFormat("checkpoint/%s/worker-%d", id, rank);
-}
-std::string ShardStagedKey(const std::string& id, int shard) {
-  return absl::StrFormat("checkpoint/%s/shard-%d", id, shard);
-}
-
-// The program's own values (SetProgramValue) in a worker's file.
-constexpr char kProgramPrefix[] = "program/";
-constexpr size_t kMaxProgramValues = 64;
-constexpr size_t kMaxProgramKey = 64;
-constexpr size_t kMaxProgramValueBytes = 64 << 10;
-
-bool RunsOnServers(std::string_view mode) {
-  const plan::ModeInfo* m = plan::FindMode(mode);
-  return m != nullptr && m->needs_servers;
-}
-
-absl::StatusOr<int64_t> IntValue(const checkpoint::StateSource& from, const std::string& process,
-                                 const std::string& key) {
-  std::optional<std::string> text = from.Value(process, key);
-  int64_t v = 0;
-  if (!text.has_value() || !absl::SimpleAtoi(*text, &v)) {
-    return absl::DataLossError(
-        absl::StrFormat("the checkpoint's %s has no integer value '%s'", process, key));
-  }
-  return v;
-}
 
 }  // namespace
 
@@ -78,67 +40,14 @@ absl::Status Session::TakeCheckpoint(const herd::v1::Plan& plan) {
   state.values["mode"] = std::string(executor_->mode());
   state.values["workers"] = std::to_string(world_size());
   if (rank_ == 0) state.values["params_digest"] = ParamsDigest();
-  for (const auto& [key, value] : program_values_) state.values[kProgramPrefix + key] = value;
-
-  if (writer_ == nullptr) writer_ = std::make_unique<checkpoint::CheckpointWriter>();
-  writer_->Stage(plan.checkpoint_dir(), id, std::move(state),
-                 [this, id](absl::StatusOr<herd::v1::CheckpointFile> file) {
-                   ReportCheckpointFile(id, std::move(file));
-                 });
-  staged_id_ = id;
+  checkpoints_.Stage(plan.checkpoint_dir(), id, std::move(state));
   const double staged = Seconds(std::chrono::steady_clock::now() - begin).count();
-
-  // The shards export once every worker is at the cut. In a parameter-server mode the workers
-  // then wait for them, so no push of the next round reaches a shard before it has its copy
-  // (ps_async: no update is in flight, none is lost or counted twice).
-  HERD_RETURN_IF_ERROR(store_->Set(WorkerAtCutKey(id, rank_), executor_->mode()));
-  if (RunsOnServers(executor_->mode())) {
-    const Deadline deadline = Deadline::After(options_.timeout);
-    for (int s = 0; s < plan.servers_size(); ++s) {
-      auto staged_shard = store_->Get(ShardStagedKey(id, s), deadline);
-      if (!staged_shard.ok()) {
-        return absl::Status(staged_shard.status().code(),
-                            absl::StrFormat("checkpoint %s: waiting for shard %d to stage: %s", id,
-                                            s, staged_shard.status().message()));
-      }
-    }
-  }
+  HERD_RETURN_IF_ERROR(
+      checkpoints_.MeetShardsAtCut(*store_, id, executor_->mode(), plan.servers_size()));
   Log().info("worker {}: checkpoint {} at iteration {}: staged in {:.3f} s (stall {:.3f} s)", rank_,
              id, plan.iteration(), staged,
              Seconds(std::chrono::steady_clock::now() - begin).count());
   return absl::OkStatus();
-}
-
-void Session::ReportCheckpointFile(const std::string& id,
-                                   absl::StatusOr<herd::v1::CheckpointFile> file) {
-  herd::v1::ReportCheckpointRequest req;
-  req.set_job(options_.job);
-  req.set_node_id(registered_.node_id());
-  req.set_id(id);
-  if (file.ok()) {
-    *req.mutable_file() = std::move(*file);
-  } else {
-    req.set_error(file.status().ToString());
-    Log().warn("worker {}: checkpoint {}: {}", rank_, id, file.status().ToString());
-  }
-  // A restarting scheduler is waited for; anything else is its answer (an aborted checkpoint
-  // stays aborted, and training goes on either way).
-  const Deadline deadline = Deadline::After(options_.timeout);
-  for (;;) {
-    auto answer = client_->ReportCheckpoint(req);
-    if (answer.ok() || !absl::IsUnavailable(answer.status()) || deadline.expired()) {
-      if (!answer.ok()) {
-        Log().warn("worker {}: report of checkpoint {}: {}", rank_, id, answer.status().ToString());
-      }
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-}
-
-absl::Status Session::DrainCheckpoints(Deadline deadline) {
-  if (writer_ == nullptr) return absl::OkStatus();
-  return writer_->Drain(deadline);
 }
 
 void Session::MaybeRequestPreemption() {
@@ -194,24 +103,6 @@ absl::Status Session::StopAtCheckpoint(const herd::v1::Plan& plan) {
   }
 }
 
-absl::Status Session::SetProgramValue(const std::string& key, std::string value) {
-  if (key.empty() || key.size() > kMaxProgramKey) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "a checkpointed value's name has 1 to %d characters, got %d", kMaxProgramKey, key.size()));
-  }
-  if (value.size() > kMaxProgramValueBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("checkpointed value '%s' has %d bytes; at most %d", key, value.size(),
-                        kMaxProgramValueBytes));
-  }
-  if (!program_values_.count(key) && program_values_.size() >= kMaxProgramValues) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "at most %d checkpointed values; '%s' would be one more", kMaxProgramValues, key));
-  }
-  program_values_[key] = std::move(value);
-  return absl::OkStatus();
-}
-
 absl::Status Session::DeclareEnd() {
   if (spec_.checkpoint().dir().empty() || executor_ == nullptr || iteration_ < 0 ||
       last_ended_ != iteration_) {
@@ -256,7 +147,7 @@ absl::Status Session::TakeFinalCheckpoint() {
   }
   HERD_ASSIGN_OR_RETURN(herd::v1::Plan plan, AskPlan(end));
   if (plan.checkpoint_iteration() != end || plan.checkpoint_id().empty()) return absl::OkStatus();
-  if (plan.checkpoint_id() != staged_id_) HERD_RETURN_IF_ERROR(TakeCheckpoint(plan));
+  if (plan.checkpoint_id() != checkpoints_.staged_id()) HERD_RETURN_IF_ERROR(TakeCheckpoint(plan));
   HERD_RETURN_IF_ERROR(DrainCheckpoints(deadline));
   // Finishing ends the job, and the shards with it: the commit comes first.
   for (;;) {
@@ -280,61 +171,12 @@ absl::Status Session::TakeFinalCheckpoint() {
 }
 
 absl::Status Session::OpenResume(const herd::v1::JobStatus& job) {
-  if (!job.has_resumed()) return absl::OkStatus();
-  const auto& from = job.resumed();
-  HERD_ASSIGN_OR_RETURN(resume_, checkpoint::OpenCheckpoint(checkpoint::PosixEnv(), from.path()));
-  start_iteration_ = from.iteration();
-  // The data position is global (the same on every worker of the run that saved it), read from
-  // the lowest worker that saved a file: a checkpoint taken while an elastic job ran without a
-  // worker has no file of that worker's slot, worker 0's included.
-  std::optional<std::string> first;
-  for (int r = 0; r < resume_->workers() && !first; ++r) {
-    if (resume_->Value(checkpoint::WorkerProcess(r), "data/epoch").has_value()) {
-      first = checkpoint::WorkerProcess(r);
-    }
-  }
-  if (first) {
-    HERD_ASSIGN_OR_RETURN(start_position_.epoch, IntValue(*resume_, *first, "data/epoch"));
-    HERD_ASSIGN_OR_RETURN(start_position_.offset, IntValue(*resume_, *first, "data/offset"));
-  }
+  HERD_ASSIGN_OR_RETURN(std::optional<CheckpointParticipant::Start> start,
+                        checkpoints_.OpenResume(job));
+  if (!start) return absl::OkStatus();
+  start_iteration_ = start->iteration;
+  start_position_ = start->position;
   position_ = start_position_;
-  // Each worker's own program values (at another worker count, or where its slot saved no
-  // file, those of the lowest worker that did).
-  std::string mine = checkpoint::WorkerProcess(rank_ < resume_->workers() ? rank_ : 0);
-  if (first && !resume_->Value(mine, "data/epoch").has_value()) mine = *first;
-  for (const auto& file : resume_->manifest().files()) {
-    if (file.process() != mine) continue;
-    for (const auto& [key, value] : file.values()) {
-      if (key.rfind(kProgramPrefix, 0) == 0) {
-        resumed_program_values_[key.substr(sizeof(kProgramPrefix) - 1)] = value;
-      }
-    }
-  }
-  Log().info("worker {}: resuming from {} at iteration {} (data epoch {}, offset {})", rank_,
-             from.path(), start_iteration_, start_position_.epoch, start_position_.offset);
-  return absl::OkStatus();
-}
-
-absl::Status Session::ImportResumedParameters(const std::vector<herd::v1::TensorSpec>& layout) {
-  if (resume_ == nullptr) return absl::OkStatus();
-  std::vector<herd::v1::TensorLayout> model;
-  for (const auto& t : layout) {
-    auto* l = &model.emplace_back();
-    l->set_name(t.name());
-    int64_t count = 1;
-    for (int64_t d : t.shape()) count *= d;
-    l->set_count(count);
-    *l->mutable_shape() = t.shape();
-    l->set_dtype(t.dtype());
-  }
-  HERD_RETURN_IF_ERROR(resume_->CheckLayout(model));
-  // Decentralized models differ between workers: at the same worker count each takes its own,
-  // at another the average. Every other mode's parameters are replicated: any copy, unchanged.
-  // (executor_state.h has the rules.)
-  if (auto st = ImportParams(*resume_, ImportWhere{rank_, world_size()}, tensors_); !st.ok()) {
-    return absl::Status(st.code(),
-                        absl::StrFormat("resuming from %s: %s", resume_->path(), st.message()));
-  }
   return absl::OkStatus();
 }
 

@@ -38,14 +38,6 @@ bool Ended(herd::v1::JobState state) {
          state == herd::v1::JOB_CANCELLED || state == herd::v1::JOB_PREEMPTED;
 }
 
-std::string EndReason(const herd::v1::JobStatus& s) {
-  if (s.state() == herd::v1::JOB_CANCELLED) return s.cancel_reason();
-  if (s.state() == herd::v1::JOB_FAILED) {
-    return absl::StrFormat("%s: %s", s.failed_process(), s.failure_reason());
-  }
-  return "";
-}
-
 // ps_ec and ps_sync: a worker back in its slot takes its iteration, round and data position
 // from a live one, whose pushes of that round announce it to the shards, so no round it needs
 // completes without it. ps_ec must (its model and optimizer state live on the workers only, the
@@ -77,24 +69,20 @@ int64_t OwnStateBytes(const checkpoint::ProcessState& s) {
 absl::Status Session::CommitIteration(int64_t iteration, bool flush) {
   // The state of that iteration is held already (dear after a rollback or a join: the first
   // EndIteration commits the iteration before, which the rollback restored).
-  if (!commits_.empty() && commits_.back().iteration == iteration) return absl::OkStatus();
+  if (rollback_.Newest(iteration)) return absl::OkStatus();
   const auto begin = std::chrono::steady_clock::now();
-  Commit c;
-  c.iteration = iteration;
-  c.state.process = checkpoint::WorkerProcess(member_index_);
+  checkpoint::ProcessState state;
+  state.process = checkpoint::WorkerProcess(member_index_);
   if (executor_) {
     // The modes with nothing in flight after EndBackward: Flush returns at once and the
     // export is a copy. dear (flush false) leaves its all-gathers running: the parameters and
     // its state are those of the iteration before (Executor::StateLag).
     if (flush) HERD_RETURN_IF_ERROR(executor_->Flush());
-    HERD_RETURN_IF_ERROR(executor_->ExportState(c.state));
+    HERD_RETURN_IF_ERROR(executor_->ExportState(state));
   }
-  ExportParams(c.state, tensors_);
-  // Reuse the oldest commit's memory is not worth it: two copies of the state are kept.
-  commits_.push_back(std::move(c));
-  while (commits_.size() > 2) commits_.pop_front();
-  commit_seconds_ += Seconds(std::chrono::steady_clock::now() - begin).count();
-  ++commits_taken_;
+  ExportParams(state, tensors_);
+  rollback_.Keep(iteration, std::move(state),
+                 Seconds(std::chrono::steady_clock::now() - begin).count());
   return absl::OkStatus();
 }
 
@@ -311,22 +299,20 @@ absl::StatusOr<Session::Rollback> Session::Recover(const absl::Status& error) {
 
   // 3. The commit before the new epoch's first iteration.
   const int64_t target = view->epoch_start_iteration();
-  auto commit = std::find_if(commits_.begin(), commits_.end(),
-                             [&](const Commit& c) { return c.iteration == target - 1; });
-  auto position = positions_.find(target);
-  if (position == positions_.end() && target == last_ended_ + 1) {
+  const RollbackLog::Commit* commit = rollback_.Find(target - 1);
+  std::optional<DataPosition> position = rollback_.PositionOf(target);
+  if (!position && target == last_ended_ + 1) {
     // Every live worker completed the iteration this worker ended last (a death at the end:
     // nothing runs again): it has not begun `target`, and its position is the one the program
     // set since (SetDataPosition before the final Flush).
-    position = positions_.emplace(target, position_).first;
+    rollback_.NotePosition(target, position_);
+    position = position_;
   }
-  if (commit == commits_.end() || position == positions_.end()) {
-    std::vector<int64_t> held;
-    for (const auto& c : commits_) held.push_back(c.iteration);
+  if (commit == nullptr || !position) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "job '%s' goes on from iteration %d after: %s; worker %d cannot roll back there: it "
         "holds the state after iteration(s) %s",
-        options_.job, target, view->epoch_reason(), rank_, absl::StrJoin(held, ", ")));
+        options_.job, target, view->epoch_reason(), rank_, absl::StrJoin(rollback_.Held(), ", ")));
   }
 
   // 4. Tear down the stretch (its communicator is aborted first, so no collective of the old
@@ -358,7 +344,7 @@ absl::StatusOr<Session::Rollback> Session::Recover(const absl::Status& error) {
   }
   const int64_t lost = OwnStateBytes(commit->state);
   restored_ = std::move(state);
-  commits_.erase(std::next(commit), commits_.end());
+  rollback_.DropAfter(target - 1);  // `commit` is not read past here
   const int live = static_cast<int>(scheduler::ViewRanks(*view).size());
   std::string own;
   if (!someone_died) {
@@ -375,7 +361,7 @@ absl::StatusOr<Session::Rollback> Session::Recover(const absl::Status& error) {
       "{} workers ({:.2f} s after the error: {}){}",
       rank_, view->epoch_reason(), target - 1, target, live,
       Seconds(std::chrono::steady_clock::now() - begin).count(), std::string(error.message()), own);
-  return Rollback{target, position->second};
+  return Rollback{target, *position};
 }
 
 std::string Session::EncodeHandover(int64_t iteration,
@@ -390,13 +376,12 @@ std::string Session::EncodeHandover(int64_t iteration,
     }
     state.values.insert(executor_state->values.begin(), executor_state->values.end());
   }
-  const auto at = positions_.find(iteration);
-  const DataPosition position = at != positions_.end() ? at->second : position_;
+  const DataPosition position = rollback_.PositionOf(iteration).value_or(position_);
   state.values[kHandoverIteration] = std::to_string(iteration);
   state.values[kHandoverSource] = std::to_string(rank_);
   state.values[kDataEpoch] = std::to_string(position.epoch);
   state.values[kDataOffset] = std::to_string(position.offset);
-  for (const auto& [key, value] : program_values_) {
+  for (const auto& [key, value] : checkpoints_.program_values()) {
     state.values[kProgramValuePrefix + key] = value;
   }
   return EncodeState(state);
@@ -449,8 +434,7 @@ absl::StatusOr<Session::HandedState> Session::TakeHandedState(
   }
   state.process = checkpoint::WorkerProcess(process);
   carried = std::move(state);
-  program_values_ = program;
-  resumed_program_values_ = std::move(program);
+  checkpoints_.AdoptProgramValues(std::move(program));
   start_iteration_ = handed.iteration;
   start_position_ = position;
   position_ = position;
@@ -613,7 +597,7 @@ absl::Status Session::JoinRunningJob() {
       }
       if (st.ok()) {
         // The state it joins with is its first commit: a loss right away rolls back to it.
-        positions_[target] = position_;
+        rollback_.NotePosition(target, position_);
         join_seconds_ = Seconds(std::chrono::steady_clock::now() - begin).count();
         startup_seconds_ = Seconds(begin - opened_at_).count();
         startup_registered_seconds_ = Seconds(begin - registered_at_).count();
