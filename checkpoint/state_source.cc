@@ -8,6 +8,10 @@
 namespace herd::checkpoint {
 
 std::string WorkerProcess(int rank) { return absl::StrFormat("worker-%d", rank); }
+std::string ShardProcess(int shard) { return absl::StrFormat("shard-%d", shard); }
+std::string CutKey(const std::string& id, const std::string& process) {
+  return absl::StrFormat("checkpoint/%s/%s", id, process);
+}
 
 MemoryStateSource::MemoryStateSource(std::vector<ProcessState> states, int workers)
     : states_(std::move(states)), workers_(workers) {}

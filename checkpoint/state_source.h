@@ -19,8 +19,15 @@
 
 namespace herd::checkpoint {
 
-// "worker-3": the process name of a worker's state.
+// The process names of the states in a checkpoint (its files, its manifest's `expected`), the
+// same in every process that writes or reads one: "worker-3" for a worker's state,
+// "shard-1" for a parameter-server shard's.
 std::string WorkerProcess(int rank);
+std::string ShardProcess(int shard);
+// The key in the job's store by which `process` says it reached checkpoint `id`'s cut (a
+// worker) or staged its copy there (a shard): "checkpoint/<id>/<process>"
+// (docs/checkpoint.md, "Shards").
+std::string CutKey(const std::string& id, const std::string& process);
 
 class StateSource {
  public:

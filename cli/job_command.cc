@@ -20,10 +20,10 @@
 #include "common/printable.h"
 #include "plan/modes.h"
 #include "proto/rpc/grpc_support.h"
+#include "scheduler/client/job_states.h"
 #include "scheduler/client/job_yaml.h"
 #include "scheduler/client/scheduler_client.h"
 #include "scheduler/job_spec.h"
-#include "scheduler/scheduler_core.h"
 #include "scheduler/service.h"
 
 namespace herd::cli {

@@ -36,14 +36,15 @@
 #include "absl/time/time.h"
 #include "cli/command.h"
 #include "cli/local/metrics_targets.h"
+#include "cli/local/process_names.h"
 #include "cli/local/progress.h"
 #include "cli/mode_options.h"
 #include "common/child_processes.h"
 #include "plan/modes.h"
 #include "proto/rpc/grpc_support.h"
+#include "scheduler/client/job_states.h"
 #include "scheduler/client/job_wait.h"
 #include "scheduler/client/scheduler_client.h"
-#include "scheduler/scheduler_core.h"
 #include "worker/data/epoch_order.h"
 #include "worker/torch/torch_trainable.h"
 
@@ -344,9 +345,9 @@ class LocalCommand final : public Command {
   absl::Status PlanMetrics(int servers) {
     std::vector<std::pair<std::string, std::string>> processes = {{"scheduler", "scheduler"}};
     for (int s = 0; s < servers; ++s)
-      processes.push_back({absl::StrFormat("server-%d", s), "server"});
+      processes.push_back({LocalServerName(s), "server"});
     for (int w = 0; w < workers_; ++w)
-      processes.push_back({absl::StrFormat("worker-%d", w), "worker"});
+      processes.push_back({LocalWorkerName(w), "worker"});
     auto ports_picked = FreeLoopbackPorts(static_cast<int>(processes.size()));
     if (!ports_picked.ok()) return ports_picked.status();
     for (size_t i = 0; i < processes.size(); ++i) {
@@ -431,7 +432,7 @@ class LocalCommand final : public Command {
       if (!set.ok()) return Fail(set.status());
     }
     for (int s = 0; s < spec.servers(); ++s) {
-      const std::string name = absl::StrFormat("server-%d", s);
+      const std::string name = LocalServerName(s);
       std::vector<std::string> args = {"server",
                                        "--scheduler",
                                        *address,
@@ -468,7 +469,7 @@ class LocalCommand final : public Command {
     // Worker `w` as `name` (every worker keeps its name: a restarted one takes its slot back),
     // writing into `log`.
     auto start_worker = [&](int w, const std::string& log) -> absl::Status {
-      const std::string name = absl::StrFormat("worker-%d", w);
+      const std::string name = LocalWorkerName(w);
       std::vector<std::string> args = {"worker",
                                        "--scheduler",
                                        *address,
@@ -498,7 +499,7 @@ class LocalCommand final : public Command {
                               : StartProgram(name, w, *address, cores, log);
     };
     for (int w = 0; w < workers_; ++w) {
-      auto st = start_worker(w, LogOf(absl::StrFormat("worker-%d", w)));
+      auto st = start_worker(w, LogOf(LocalWorkerName(w)));
       if (!st.ok()) return Fail(st);
     }
     std::map<std::string, int> restarts;  // by worker name
@@ -543,7 +544,8 @@ class LocalCommand final : public Command {
       while (auto exit = children_.PollExit()) {
         // In an elastic job a worker that dies leaves the others going on (the scheduler fails
         // the job when it cannot, and the others then exit with its reason).
-        if (min_workers_ > 0 && exit->name.rfind("worker-", 0) == 0 &&
+        const std::optional<int> worker = LocalWorkerIndex(exit->name);
+        if (min_workers_ > 0 && worker &&
             !(WIFEXITED(exit->status) && WEXITSTATUS(exit->status) == 0)) {
           auto job = (*sched)->GetJob(job_);
           int& restarted = restarts[exit->name];
@@ -551,7 +553,6 @@ class LocalCommand final : public Command {
             // The same name takes its slot back once the scheduler declared the dead process
             // dead; it rejoins at the next epoch with the live workers' state.
             ++restarted;
-            const int w = std::atoi(exit->name.c_str() + 7);
             const std::string log = LogOf(absl::StrFormat("%s-restart-%d", exit->name, restarted));
             progress.Finish();
             std::fprintf(stderr,
@@ -559,7 +560,7 @@ class LocalCommand final : public Command {
                          "elastic job %s (log %s)\n",
                          exit->name.c_str(), ChildProcesses::DescribeStatus(exit->status).c_str(),
                          restarted, max_restarts_, job_.c_str(), log.c_str());
-            if (auto st = start_worker(w, log); !st.ok()) {
+            if (auto st = start_worker(*worker, log); !st.ok()) {
               std::fprintf(stderr, "herd local: cannot restart %s: %s\n", exit->name.c_str(),
                            std::string(st.message()).c_str());
             } else {
@@ -579,7 +580,7 @@ class LocalCommand final : public Command {
         if (WIFEXITED(exit->status) && WEXITSTATUS(exit->status) == 0 &&
             exit->name != "scheduler") {
           ++done;
-          if (exit->name.rfind("worker-", 0) == 0 && ++workers_done == workers_) {
+          if (worker && ++workers_done == workers_) {
             workers_exited = std::chrono::steady_clock::now();
           }
           continue;
@@ -605,8 +606,8 @@ class LocalCommand final : public Command {
               "every worker exited, but job %s is still %s: a worker ended without finishing "
               "its training (a program must end with herd.finish()); the end of worker-0's "
               "log (%s):\n%s",
-              job_, std::string(scheduler::JobStateName(job->state())), LogOf("worker-0"),
-              children_.LogTail("worker-0"))));
+              job_, std::string(scheduler::JobStateName(job->state())), LogOf(LocalWorkerName(0)),
+              children_.LogTail(LocalWorkerName(0)))));
           children_.Stop();
           return kExitFailure;
         }

@@ -20,8 +20,10 @@
 #include "checkpoint/commit.h"
 #include "checkpoint/env.h"
 #include "checkpoint/owner.h"
+#include "checkpoint/state_source.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "common/unix_time.h"
 #include "scheduler/bounds.h"
 #include "scheduler/job_spec.h"
 #include "scheduler/plan_builder.h"
@@ -36,14 +38,7 @@ using herd::v1::JobStatus;
 constexpr int64_t kDefaultTimeoutMs = 10 * 60 * 1000;
 constexpr size_t kMaxErrorBytes = 1024;
 
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string ShardProcess(int shard) { return absl::StrFormat("shard-%d", shard); }
-std::string WorkerProcessName(int rank) { return absl::StrFormat("worker-%d", rank); }
+using checkpoint::ShardProcess;
 
 // The run a job's checkpoints belong to (checkpoint/owner.h): one submission of the job.
 std::string RunId(const JobStatus& s) {
@@ -150,7 +145,7 @@ absl::Status SchedulerCore::StartCheckpoint(Job& job, JobStatus& next, int64_t c
   c.set_preempt(preempt);
   // Every worker still training and every shard writes its part.
   for (const auto& m : next.workers()) {
-    if (m.alive() && !m.finished()) c.add_expected(WorkerProcessName(m.rank()));
+    if (m.alive() && !m.finished()) c.add_expected(checkpoint::WorkerProcess(m.rank()));
   }
   for (const auto& m : next.servers()) c.add_expected(ShardProcess(m.rank()));
   const std::string key = absl::StrFormat("checkpoint/%d", next.checkpoints_requested());
@@ -240,7 +235,7 @@ absl::StatusOr<herd::v1::ReportCheckpointResponse> SchedulerCore::TakeCheckpoint
   }
   const NodeRef ref = it->second;
   const std::string process =
-      ref.role == herd::v1::ROLE_WORKER ? WorkerProcessName(ref.slot) : ShardProcess(ref.slot);
+      ref.role == herd::v1::ROLE_WORKER ? checkpoint::WorkerProcess(ref.slot) : ShardProcess(ref.slot);
   herd::v1::ReportCheckpointResponse resp;
   const JobStatus& s = job->status;
   if (s.pending_checkpoint().id() != req.id() || job->committing) {
@@ -384,7 +379,7 @@ void SchedulerCore::ExpireCheckpoints() {
       // A process that must report and died will never report.
       for (const auto& m : job.status.workers()) {
         if (!m.alive() && !m.name().empty() && job.status.state() == herd::v1::JOB_RUNNING) {
-          const std::string p = WorkerProcessName(m.rank());
+          const std::string p = checkpoint::WorkerProcess(m.rank());
           if (std::find(c.expected().begin(), c.expected().end(), p) != c.expected().end()) {
             why = DescribeMember(herd::v1::ROLE_WORKER, m) + " died";
           }

@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "common/unix_time.h"
 #include "metrics/scheduler_metrics.h"
 #include "scheduler/elastic.h"
 #include "scheduler/job_metrics.h"
@@ -29,12 +30,6 @@ namespace {
 using herd::v1::FollowEvent;
 using herd::v1::FollowRequest;
 using herd::v1::JobStatus;
-
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // How often the ticker runs: grants, waits' deadlines, progress folded into the job.
 constexpr auto kTick = std::chrono::milliseconds(20);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/unix_time.h"
 #include "metrics/scheduler_metrics.h"
 #include "scheduler/plan_builder.h"
 #include "scheduler/scheduler_core.h"
@@ -51,9 +52,7 @@ void RecordRankZeroIteration(const herd::v1::JobStatus& status, int64_t iteratio
   r.mode = ModeAt(status, iteration).mode();
   r.epoch = status.epoch();
   r.workers = workers;
-  r.unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  std::chrono::system_clock::now().time_since_epoch())
-                  .count();
+  r.unix_ms = NowUnixMs();
   metrics::SchedulerMetrics::Get().RecordIteration(status.spec().name(), r.loss,
                                                    r.samples_per_second, r.exposed_comm_seconds);
   history.Append(status.spec().name(), r);

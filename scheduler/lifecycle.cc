@@ -11,6 +11,7 @@
 #include "common/dtype.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "common/unix_time.h"
 #include "scheduler/bounds.h"
 #include "scheduler/elastic_spec.h"
 #include "scheduler/job_spec.h"
@@ -27,12 +28,6 @@ using herd::v1::JobStatus;
 using limits::kMaxMetricNameBytes;
 using limits::kMaxMetrics;
 using limits::kMaxReasonBytes;
-
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // A reason a process sends: kept, cut to the bound (the start says the most), control bytes
 // (newlines of a multi-line error included) made spaces so it prints on one line.

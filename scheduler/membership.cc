@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "common/unix_time.h"
 #include "metrics/scheduler_metrics.h"
 #include "plan/modes.h"
 #include "scheduler/bounds.h"
@@ -23,12 +24,6 @@ namespace {
 bool ModeNeedsEveryWorker(const herd::v1::ModeSpec& mode) {
   const plan::ModeInfo* m = plan::FindMode(mode.mode());
   return m == nullptr || !m->survives_worker_loss;
-}
-
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 }  // namespace

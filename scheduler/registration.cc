@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_format.h"
 #include "common/status.h"
+#include "common/unix_time.h"
 #include "scheduler/bounds.h"
 #include "scheduler/elastic.h"
 #include "scheduler/elastic_spec.h"
@@ -39,12 +40,6 @@ constexpr size_t kMaxGroup = 256;
 // member.
 constexpr size_t kMaxGrowthPerRegistration = 4 << 10;
 static_assert(kMaxNodeNameBytes * 4 + kMaxAddressBytes * 2 + 1024 < kMaxGrowthPerRegistration);
-
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string_view RoleName(herd::v1::Role role) {
   return role == herd::v1::ROLE_SERVER ? "server" : "worker";

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "common/unix_time.h"
 #include "scheduler/bounds.h"
 #include "scheduler/job_metrics.h"
 #include "scheduler/job_spec.h"
@@ -42,30 +43,6 @@ std::string EndReasonSuffix(const JobStatus& s) {
 }
 
 }  // namespace
-
-std::string_view JobStateName(JobState state) {
-  switch (state) {
-    case herd::v1::JOB_PENDING:
-      return "PENDING";
-    case herd::v1::JOB_RUNNING:
-      return "RUNNING";
-    case herd::v1::JOB_COMPLETED:
-      return "COMPLETED";
-    case herd::v1::JOB_FAILED:
-      return "FAILED";
-    case herd::v1::JOB_CANCELLED:
-      return "CANCELLED";
-    case herd::v1::JOB_PREEMPTED:
-      return "PREEMPTED";
-    default:
-      return "UNSPECIFIED";
-  }
-}
-
-bool IsTerminal(JobState state) {
-  return state == herd::v1::JOB_COMPLETED || state == herd::v1::JOB_FAILED ||
-         state == herd::v1::JOB_CANCELLED || state == herd::v1::JOB_PREEMPTED;
-}
 
 std::string DescribeMember(herd::v1::Role role, const herd::v1::Member& m) {
   if (role == herd::v1::ROLE_SERVER) {
@@ -407,9 +384,7 @@ absl::StatusOr<JobStatus> SchedulerCore::SubmitJob(const herd::v1::JobSpec& in) 
   status.set_completed_iteration(-1);
   status.set_issued_iteration(-1);
   status.set_begun_iteration(-1);
-  status.set_submitted_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count());
+  status.set_submitted_unix_ms(NowUnixMs());
   // A resumed job begins at its checkpoint's iteration: as if every earlier one had run.
   const int64_t start = resume.has_resumed() ? resume.resumed().iteration() : 0;
   if (resume.has_resumed()) {

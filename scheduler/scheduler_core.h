@@ -45,6 +45,7 @@
 #include "common/deadline.h"
 #include "herd/v1/scheduler.pb.h"
 #include "metrics/history.h"
+#include "scheduler/client/job_states.h"
 #include "scheduler/horizon.h"
 #include "scheduler/state_db.h"
 
@@ -456,8 +457,5 @@ class SchedulerCore {
 
 // Names used in messages: "worker 'w3' (rank 3)", "server 's0' (shard 0)".
 std::string DescribeMember(herd::v1::Role role, const herd::v1::Member& m);
-std::string_view JobStateName(herd::v1::JobState state);
-// COMPLETED, FAILED and CANCELLED: nothing runs any more, every process exits.
-bool IsTerminal(herd::v1::JobState state);
 
 }  // namespace herd::scheduler

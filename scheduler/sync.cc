@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
+#include "common/unix_time.h"
 #include "scheduler/bounds.h"
 #include "scheduler/client/epoch_plan.h"
 #include "scheduler/elastic.h"
@@ -20,12 +21,6 @@ namespace herd::scheduler {
 namespace {
 
 using limits::kMaxKeyBytes;
-
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 absl::Status ShuttingDown(std::string_view action) {
   return absl::UnavailableError(absl::StrFormat(

@@ -21,6 +21,7 @@
 #include "plan/modes.h"
 #include "scheduler/client/epoch_plan.h"
 #include "scheduler/client/follower.h"
+#include "scheduler/client/job_states.h"
 #include "scheduler/client/job_wait.h"
 #include "server/engine.h"
 #include "server/recovery_check.h"
@@ -41,11 +42,6 @@ std::string HostName() {
 bool IsPsMode(const std::string& mode) {
   const plan::ModeInfo* m = plan::FindMode(mode);
   return m != nullptr && m->needs_servers;
-}
-
-bool Ended(JobState s) {
-  return s == herd::v1::JOB_COMPLETED || s == herd::v1::JOB_FAILED ||
-         s == herd::v1::JOB_CANCELLED || s == herd::v1::JOB_PREEMPTED;
 }
 
 // The parameter-server mode this shard serves: the mode of the job's plan when it is one,
@@ -94,7 +90,7 @@ class ShardProcess {
     HERD_ASSIGN_OR_RETURN(herd::v1::JobStatus job,
                           scheduler::WaitForJob(*sched_, o_.job, wait, "server"));
     // Checked before registering, so a refused start leaves no trace with the scheduler.
-    if (Ended(job.state())) return EndedBeforeStart(job);
+    if (scheduler::IsTerminal(job.state())) return EndedBeforeStart(job);
     HERD_RETURN_IF_ERROR(CheckThreads(job.spec()));
     checkpoints_job_ = !job.spec().checkpoint().dir().empty();
     HERD_ASSIGN_OR_RETURN(herd::v1::RegisterNodeResponse reg, Register());
@@ -211,7 +207,7 @@ class ShardProcess {
   }
 
   void OnPlan(const herd::v1::Plan& plan) {
-    if (Ended(plan.job_state())) {
+    if (scheduler::IsTerminal(plan.job_state())) {
       const absl::Status outcome =
           scheduler::JobEndedStatus(o_.job, plan.job_state(), plan.end_reason());
       if (outcome.ok()) Log().info("server: job '{}' completed", o_.job);
@@ -330,7 +326,7 @@ class ShardProcess {
     HERD_ASSIGN_OR_RETURN(herd::v1::ListJobsResponse jobs, sched_->ListJobs());
     std::vector<std::string> open;
     for (const auto& j : jobs.jobs()) {
-      if (Ended(j.state()) || j.spec().servers() == 0) continue;
+      if (scheduler::IsTerminal(j.state()) || j.spec().servers() == 0) continue;
       bool slot = false;
       for (const auto& m : j.servers())
         slot |= m.name().empty() || !m.alive() || m.name() == o_.name;

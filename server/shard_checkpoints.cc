@@ -60,7 +60,7 @@ void ShardCheckpoints::Take(const herd::v1::CheckpointRecord& c) {
   // Every worker at the cut: every push before it has been answered, none after it sent.
   for (const auto& p : c.expected()) {
     if (!absl::StartsWith(p, "worker-")) continue;
-    const std::string key = absl::StrFormat("checkpoint/%s/%s", c.id(), p);
+    const std::string key = checkpoint::CutKey(c.id(), p);
     for (;;) {
       auto at = sched_.StoreGet(job_, key, Deadline::After(kPoll));
       if (at.ok()) break;
@@ -87,7 +87,7 @@ void ShardCheckpoints::Take(const herd::v1::CheckpointRecord& c) {
   }
   // The workers go on now: their next push may change the engine, its copy is taken.
   if (auto st =
-          sched_.StoreSet(job_, absl::StrFormat("checkpoint/%s/shard-%d", c.id(), shard_), "");
+          sched_.StoreSet(job_, checkpoint::CutKey(c.id(), ShardProcess(shard_)), "");
       !st.ok()) {
     Log().warn("server: shard {}: checkpoint {}: {}", shard_, c.id(), st.ToString());
   }

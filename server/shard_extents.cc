@@ -11,8 +11,6 @@ namespace herd::server {
 
 using checkpoint::StateSource;
 
-std::string ShardProcess(int shard) { return absl::StrFormat("shard-%d", shard); }
-
 // The keys every old shard held ("shard-0", "shard-1", ... until the first that is missing).
 absl::StatusOr<std::vector<SavedKey>> SavedShardKeys(const StateSource& from) {
   std::vector<SavedKey> keys;

@@ -17,7 +17,7 @@
 namespace herd::server {
 
 // "shard-1": the process name of a shard's state.
-std::string ShardProcess(int shard);
+using checkpoint::ShardProcess;
 
 // A key of the exporting run's shard map.
 struct SavedKey {

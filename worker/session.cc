@@ -13,6 +13,7 @@
 #include "metrics/endpoint.h"
 #include "metrics/worker_metrics.h"
 #include "plan/modes.h"
+#include "scheduler/client/job_states.h"
 #include "scheduler/client/job_wait.h"
 #include "worker/counting_communicator.h"
 #include "worker/executor_state.h"
@@ -29,11 +30,6 @@ std::string DefaultName() {
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
   return absl::StrFormat("%s-%d", host, ::getpid());
-}
-
-bool Ended(herd::v1::JobState state) {
-  return state == herd::v1::JOB_COMPLETED || state == herd::v1::JOB_FAILED ||
-         state == herd::v1::JOB_CANCELLED || state == herd::v1::JOB_PREEMPTED;
 }
 
 // What the job's JobStatus says about its ending, as a plan would carry it.
@@ -90,7 +86,7 @@ absl::StatusOr<herd::v1::JobStatus> Session::AwaitJob() {
       herd::v1::JobStatus job,
       scheduler::WaitForJob(*client_, options_.job, Deadline::After(options_.wait_for_job), what,
                             std::chrono::milliseconds(500), /*brief=*/true));
-  if (Ended(job.state())) {
+  if (scheduler::IsTerminal(job.state())) {
     HERD_RETURN_IF_ERROR(scheduler::JobEndedStatus(job));
     return absl::FailedPreconditionError(absl::StrFormat(
         "job '%s' has already completed; there is nothing left for %s to do", options_.job, what));
@@ -154,7 +150,7 @@ absl::Status Session::Register() {
   follow.rank = rank_;
   follow.on_view = [this](const herd::v1::EpochView& view) {
     if (elastic_) WatchMembership(view);
-    if (!Ended(view.job_state()) || view.job_state() == herd::v1::JOB_COMPLETED ||
+    if (!scheduler::IsTerminal(view.job_state()) || view.job_state() == herd::v1::JOB_COMPLETED ||
         view.job_state() == herd::v1::JOB_PREEMPTED) {
       return;
     }
@@ -213,7 +209,7 @@ absl::Status Session::WaitRunning() {
       spec_ = status.spec();
       return absl::OkStatus();
     }
-    if (Ended(status.state())) return scheduler::JobEndedStatus(status);
+    if (scheduler::IsTerminal(status.state())) return scheduler::JobEndedStatus(status);
     if (deadline.expired()) {
       HERD_ASSIGN_OR_RETURN(status, client_->GetJob(options_.job));  // who is missing
       int workers = 0, servers = 0;
@@ -257,7 +253,7 @@ absl::StatusOr<Executor*> Session::BeginIteration(int64_t iteration) {
   rollback_.NotePosition(iteration, position_);
   absl::StatusOr<herd::v1::Plan> plan = FetchPlan(iteration);
   if (!plan.ok()) return Explain(plan.status());
-  if (Ended(plan->job_state())) {
+  if (scheduler::IsTerminal(plan->job_state())) {
     NoteJobEnded(plan->job_state(), plan->end_reason());
     if (plan->job_state() == herd::v1::JOB_PREEMPTED) {
       preempted_ = true;
@@ -637,7 +633,7 @@ absl::Status Session::Diagnose(absl::Status st) {
   const Deadline deadline = Deadline::After(std::chrono::seconds(consequence ? 3 : 0));
   for (;;) {
     auto status = client_->GetJobBrief(options_.job);
-    if (status.ok() && Ended(status->state())) {
+    if (status.ok() && scheduler::IsTerminal(status->state())) {
       NoteJobEnded(status->state(), EndReason(*status));
       return Explain(st);
     }

@@ -15,6 +15,7 @@
 #include "common/status.h"
 #include "plan/modes.h"
 #include "scheduler/client/epoch_plan.h"
+#include "scheduler/client/job_states.h"
 #include "scheduler/client/job_wait.h"
 #include "worker/executor_state.h"
 #include "worker/session.h"
@@ -32,11 +33,6 @@ constexpr char kHandoverSource[] = "handover/source";  // the source's job rank
 constexpr char kDataEpoch[] = "data/epoch";
 constexpr char kDataOffset[] = "data/offset";
 constexpr char kProgramValuePrefix[] = "program/";
-
-bool Ended(herd::v1::JobState state) {
-  return state == herd::v1::JOB_COMPLETED || state == herd::v1::JOB_FAILED ||
-         state == herd::v1::JOB_CANCELLED || state == herd::v1::JOB_PREEMPTED;
-}
 
 // ps_ec and ps_sync: a worker back in its slot takes its iteration, round and data position
 // from a live one, whose pushes of that round announce it to the shards, so no round it needs
@@ -517,7 +513,7 @@ absl::Status Session::JoinRunningJob() {
                  : state.refused;
     }
     const herd::v1::EpochView job = *state.view;
-    if (Ended(job.job_state())) {
+    if (scheduler::IsTerminal(job.job_state())) {
       HERD_RETURN_IF_ERROR(
           scheduler::JobEndedStatus(options_.job, job.job_state(), job.end_reason()));
       return absl::FailedPreconditionError(
@@ -535,7 +531,7 @@ absl::Status Session::JoinRunningJob() {
       }
       follower_->WaitFor(
           [&](const scheduler::Follower::State& s) {
-            return s.view != nullptr && (!s.view->paused() || Ended(s.view->job_state()));
+            return s.view != nullptr && (!s.view->paused() || scheduler::IsTerminal(s.view->job_state()));
           },
           Deadline::After(milliseconds(200)));
       continue;
@@ -544,7 +540,7 @@ absl::Status Session::JoinRunningJob() {
     absl::StatusOr<herd::v1::Plan> plan = FetchPlan(target);
     absl::Status st = plan.status();
     if (plan.ok()) {
-      if (Ended(plan->job_state())) {
+      if (scheduler::IsTerminal(plan->job_state())) {
         HERD_RETURN_IF_ERROR(
             scheduler::JobEndedStatus(options_.job, plan->job_state(), plan->end_reason()));
         return absl::FailedPreconditionError(

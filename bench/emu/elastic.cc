@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "common/child_processes.h"
 #include "common/deadline.h"
+#include "common/unix_time.h"
 #include "herd/v1/scheduler.pb.h"
 #include "tools/emulator/cluster.h"
 
@@ -23,12 +24,6 @@ using std::chrono::milliseconds;
 
 constexpr int kSchedulerPort = 7070;  // in a namespace of its own, so never taken
 constexpr char kJob[] = "emu-elastic";
-
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // One run of the job in a fresh cluster: the workers on hosts 0..W-1, the scheduler on host W.
 class ElasticRun {

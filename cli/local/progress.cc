@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "scheduler/client/job_states.h"
 
 namespace herd::cli {
 namespace {
@@ -15,11 +16,6 @@ using Seconds = std::chrono::duration<double>;
 
 // While training, a log gets a line at most this often.
 constexpr auto kLogInterval = std::chrono::seconds(5);
-
-bool Terminal(herd::v1::JobState s) {
-  return s == herd::v1::JOB_COMPLETED || s == herd::v1::JOB_FAILED ||
-         s == herd::v1::JOB_CANCELLED || s == herd::v1::JOB_PREEMPTED;
-}
 
 // "1 worker", "4 workers".
 std::string Count(int n, std::string_view noun) {
@@ -97,7 +93,7 @@ std::string ProgressLine::TrainingLine(const JobStatus& job, Clock::time_point n
   // The rate seen advance, or, for a job at its end that was never seen to advance (workers
   // report their progress about once a second: a short job may end between two looks), the
   // rate of the reported iterations themselves.
-  const bool at_end = Terminal(job.state()) ||
+  const bool at_end = scheduler::IsTerminal(job.state()) ||
                       (job.planned_iterations() > 0 && iteration >= job.planned_iterations() - 1);
   double rate = 0;
   if (last_iteration_ > first_iteration_ && elapsed > 0) {
@@ -130,7 +126,7 @@ ProgressLine::Look ProgressLine::See(const JobStatus& job, Clock::time_point beg
   // Even an ended job's progress is news: its last iterations may not have been seen yet.
   const std::string training = TrainingLine(job, now);
   if (!training.empty()) last_training_ = training;
-  if (Terminal(job.state())) return {};
+  if (scheduler::IsTerminal(job.state())) return {};
 
   const int workers = job.workers_size();  // the slots: more than the spec once grown
   const int64_t planned = job.planned_iterations();

@@ -4,6 +4,7 @@
 
 #include "common/dtype.h"
 #include "plan/modes.h"
+#include "scheduler/client/job_states.h"
 #include "plan/shard_map.h"
 #include "plan/topology.h"
 
@@ -39,11 +40,7 @@ bool ViewHasRank(const EpochView& view, int rank) {
   return !std::binary_search(view.absent_workers().begin(), view.absent_workers().end(), rank);
 }
 
-bool ViewEnded(const EpochView& view) {
-  const auto s = view.job_state();
-  return s == herd::v1::JOB_COMPLETED || s == herd::v1::JOB_FAILED ||
-         s == herd::v1::JOB_CANCELLED || s == herd::v1::JOB_PREEMPTED;
-}
+bool ViewEnded(const EpochView& view) { return IsTerminal(view.job_state()); }
 
 Plan BuildPlan(const herd::v1::JobSpec& spec, const EpochView& view, int64_t iteration) {
   Plan plan;

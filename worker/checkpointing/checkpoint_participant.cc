@@ -5,20 +5,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "checkpoint/env.h"
+#include "checkpoint/state_source.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "plan/modes.h"
 
 namespace herd::worker {
 namespace {
-
-// The store keys by which workers and shards meet at a cut (docs/checkpoint.md, "Shards").
-std::string WorkerAtCutKey(const std::string& id, int rank) {
-  return absl::StrFormat("checkpoint/%s/worker-%d", id, rank);
-}
-std::string ShardStagedKey(const std::string& id, int shard) {
-  return absl::StrFormat("checkpoint/%s/shard-%d", id, shard);
-}
 
 constexpr char kProgramPrefix[] = "program/";
 constexpr size_t kMaxProgramValues = 64;
@@ -79,11 +72,11 @@ void CheckpointParticipant::Stage(const std::string& dir, const std::string& id,
 
 absl::Status CheckpointParticipant::MeetShardsAtCut(transport::Store& store, const std::string& id,
                                                     std::string_view mode, int servers) {
-  HERD_RETURN_IF_ERROR(store.Set(WorkerAtCutKey(id, rank_), std::string(mode)));
+  HERD_RETURN_IF_ERROR(store.Set(checkpoint::CutKey(id, checkpoint::WorkerProcess(rank_)), std::string(mode)));
   if (!RunsOnServers(mode)) return absl::OkStatus();
   const Deadline deadline = Deadline::After(timeout_);
   for (int s = 0; s < servers; ++s) {
-    auto staged_shard = store.Get(ShardStagedKey(id, s), deadline);
+    auto staged_shard = store.Get(checkpoint::CutKey(id, checkpoint::ShardProcess(s)), deadline);
     if (!staged_shard.ok()) {
       return absl::Status(staged_shard.status().code(),
                           absl::StrFormat("checkpoint %s: waiting for shard %d to stage: %s", id, s,

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/unix_time.h"
 #include "tests/integration/scheduler/scheduler_process.h"
 
 namespace herd::elastic_testing {
@@ -28,12 +29,6 @@ using scheduler::testing::SchedulerProcess;
 using scheduler::testing::SpawnHerd;
 using scheduler::testing::WaitExit;
 namespace fs = std::filesystem;
-
-inline int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // The pid of the process whose command line holds every one of `args` (0 when none does): a
 // worker that `herd local` started, to kill it.

@@ -1,10 +1,10 @@
 // The scheduler paused with SIGSTOP for longer than the heartbeat timeout in the middle of an
-// elastic job (docs/scheduler.md, "Horizons"), with real processes: a scheduler and four `herd
-// worker`s over UCX. The workers do not stop with it: they run on to the horizon the scheduler
-// granted before it stopped, then wait for more. Nothing is lost: after SIGCONT nobody is
-// declared dead for the silence (the scheduler knows it did not run and does not count its own
-// pause against the workers), the job completes with every worker, and the model is bit for bit
-// the model of the same job undisturbed.
+// elastic job (docs/scheduler.md, "Following a job"), with real processes: a scheduler and four
+// `herd worker`s over UCX. The workers do not stop with it: they run on to the horizon the
+// scheduler granted before it stopped, then wait for more. Nothing is lost: after SIGCONT nobody
+// is declared dead for the silence (the scheduler knows it did not run and does not count its
+// own pause against the workers), the job completes with every worker, and the model is bit for
+// bit the model of the same job undisturbed.
 #include <sys/wait.h>
 
 #include "tests/integration/worker/elastic_jobs.h"
