@@ -219,34 +219,38 @@ absl::StatusOr<JobStatus> SchedulerCore::FinishWorker(const herd::v1::FinishWork
   *next.mutable_worker_results(ref.slot) = req.result();
   // Written by a process, printed to operators: on one line, without escape sequences.
   next.mutable_worker_results(ref.slot)->set_executor(Bounded(req.result().executor()));
-  // Done when no worker is still training: each one finished, or (in a mode that goes on
-  // without it) died.
+  HERD_RETURN_IF_ERROR(
+      CheckJobStatusSize(next, absl::StrFormat("the result of %s", DescribeMember(ref.role, *me))));
+  if (!CompleteIfDone(next)) {
+    HERD_RETURN_IF_ERROR(Commit(*job, std::move(next), next_node_id_, /*sync=*/true));
+    return req.brief() ? Brief(job->status) : job->status;
+  }
+  HERD_RETURN_IF_ERROR(CommitEnding(*job, std::move(next)));
+  return req.brief() ? Brief(job->status) : job->status;
+}
+
+bool SchedulerCore::CompleteIfDone(JobStatus& next) {
   bool done = true;
   int finished = 0;
   for (const auto& m : next.workers()) {
     done &= m.finished() || !m.alive();
     finished += m.finished();
   }
-  HERD_RETURN_IF_ERROR(
-      CheckJobStatusSize(next, absl::StrFormat("the result of %s", DescribeMember(ref.role, *me))));
-  if (!done) {
-    HERD_RETURN_IF_ERROR(Commit(*job, std::move(next), next_node_id_, /*sync=*/true));
-    return req.brief() ? Brief(job->status) : job->status;
-  }
+  if (!done || finished == 0) return false;
   // The job's result is rank 0's (the rank that evaluates), or the first finished worker's.
   int from = next.workers(0).finished() ? 0 : -1;
   for (int r = 0; from < 0 && r < next.workers_size(); ++r) {
     if (next.workers(r).finished()) from = r;
   }
+  while (next.worker_results_size() < next.workers_size()) next.add_worker_results();
   *next.mutable_result() = next.worker_results(from);
   EndJob(next, herd::v1::JOB_COMPLETED,
          absl::StrFormat("completed: %d of %d workers finished %d iterations", finished,
                          next.workers_size(), next.result().iterations()));
   Log().info("scheduler: job '{}' completed: {} iterations, loss {:.4f}, test accuracy {:.4f}",
-             req.job(), next.result().iterations(), next.result().final_loss(),
+             next.spec().name(), next.result().iterations(), next.result().final_loss(),
              next.result().test_accuracy());
-  HERD_RETURN_IF_ERROR(CommitEnding(*job, std::move(next)));
-  return req.brief() ? Brief(job->status) : job->status;
+  return true;
 }
 
 absl::StatusOr<JobStatus> SchedulerCore::FailJob(const herd::v1::FailJobRequest& req) {

@@ -211,7 +211,12 @@ void SchedulerCore::SweepJob(Job& job, Clock::time_point now) {
     }
     AdvanceEpoch(next, why);
     NoteWorkerLoss(next, why, NowUnixMs());
-    if (auto st = Commit(job, std::move(next), next_node_id_, /*sync=*/true); !st.ok()) {
+    // The dead were the last still training (the others finished first): nothing is left to
+    // wait for, the job completes with those that finished.
+    const bool completed = CompleteIfDone(next);
+    if (auto st = completed ? CommitEnding(job, std::move(next))
+                            : Commit(job, std::move(next), next_node_id_, /*sync=*/true);
+        !st.ok()) {
       Log().error("scheduler: {}", std::string(st.message()));
     }
     return;

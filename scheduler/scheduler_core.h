@@ -333,6 +333,11 @@ class SchedulerCore {
                            EpochStart start = EpochStart::kAfterProgress);
   // Ends the job in `next` with a terminal state and a new epoch (the caller commits it).
   static void EndJob(herd::v1::JobStatus& next, herd::v1::JobState state, std::string reason);
+  // When no worker of `next` is still training (each finished or, in a mode that goes on
+  // without it, died) and at least one finished: sets the job's result (rank 0's, or the first
+  // finished worker's), ends it COMPLETED and returns true. The last finish does it, and so
+  // does the death of the last worker still training after the others finished.
+  static bool CompleteIfDone(herd::v1::JobStatus& next);
   // Keeps the durable version a server's heartbeat reports in its member (not synced: a
   // lower bound is enough, see server/recovery_check.h).
   void RecordDurableVersion(Job& job, int slot, const herd::v1::HeartbeatRequest& req)

@@ -522,6 +522,39 @@ TEST_F(Elastic, ANewcomerGrowsTheJobUpToMaxWorkers) {
       << core_->GetJob("g")->epoch_reason();
 }
 
+// The last worker still training dies after the others finished (a grown job's newcomer
+// killed at the end): nothing is left to wait for, and the job completes with those that
+// finished instead of staying RUNNING for good.
+TEST_F(Elastic, TheLastWorkerStillTrainingDyingAfterTheOthersFinishedCompletesTheJob) {
+  Open(300ms);
+  ASSERT_TRUE(core_->SubmitJob(ElasticSpec("e", 3, 2, 1, 60000)).ok());
+  auto ids = Register("e", 3);
+  ASSERT_EQ(core_->GetJob("e")->state(), herd::v1::JOB_RUNNING);
+  for (int w : {0, 1}) {
+    herd::v1::FinishWorkerRequest fin;
+    fin.set_job("e");
+    fin.set_node_id(ids[w]);
+    fin.mutable_result()->set_iterations(10);
+    fin.mutable_result()->set_final_loss(0.5f + static_cast<float>(w));
+    auto done = core_->FinishWorker(fin);
+    ASSERT_TRUE(done.ok()) << done.status();
+    EXPECT_EQ(done->state(), herd::v1::JOB_RUNNING);
+  }
+  // Worker 2 stays silent past the heartbeat timeout; the finished ones send nothing more.
+  KeepAlive("e", {}, 900ms);
+  auto job = core_->GetJob("e");
+  ASSERT_EQ(job->state(), herd::v1::JOB_COMPLETED) << job->epoch_reason();
+  EXPECT_FALSE(job->workers(2).alive());
+  EXPECT_EQ(job->worker_failures(), 1);
+  EXPECT_NE(job->epoch_reason().find("completed: 2 of 3 workers finished 10 iterations"),
+            std::string::npos)
+      << job->epoch_reason();
+  EXPECT_FLOAT_EQ(job->result().final_loss(), 0.5f) << "rank 0's result is the job's";
+  ASSERT_EQ(job->membership_events_size(), 1);
+  EXPECT_NE(job->membership_events(0).what().find("'w2' (rank 2) declared dead"),
+            std::string::npos);
+}
+
 // A Kubernetes Indexed Job scaled up starts a pod whose index (its requested rank) is the next
 // rank: it grows the job like a newcomer without a rank.
 TEST_F(Elastic, ANewcomerAskingForTheNextRankGrowsTheJob) {
