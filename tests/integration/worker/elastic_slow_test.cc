@@ -159,9 +159,10 @@ INSTANTIATE_TEST_SUITE_P(Modes, ElasticRejoin,
                          ::testing::Values("lp", "sparse", "topk_allgather", "decentralized",
                                            "clps", "decentralized_lp", "dear"));
 
-// A job of three with `max_workers: 4` grows: a fourth `herd worker` under a new name, started a
-// third in while all three are alive (it registers once its model and data are loaded, about
-// half-way), gets a new rank (3) at a new epoch and the state of a
+// A job of three with `max_workers: 4` grows: a fourth `herd worker` under a new name, started
+// while all three are alive (it registers once its model and data are loaded, seconds later:
+// a few hundred iterations in), gets a new rank (3) at a new epoch after the horizon and the
+// state of a
 // live worker; the four split the spec's global batch of 3 x 32 and the job ends with four
 // finished workers. The replicated modes end with four identical replicas.
 class ElasticGrow : public ElasticJob, public ::testing::WithParamInterface<const char*> {};
@@ -170,11 +171,13 @@ TEST_P(ElasticGrow, AFourthWorkerJoinsAJobOfThreeAndTheJobEndsWithFour) {
   const std::string mode = GetParam();
   const std::string job = "grow-" + std::string(mode == "topk_allgather" ? "topk" : mode);
   sched_.Start(dir_ + "/scheduler", 0, {"--heartbeat-timeout", "3s"});
-  // 30000 samples in global batches of 96: 313 iterations.
-  Submit(job, 3, 30000, "{min_workers: 2, max_workers: 4, max_failures: 1}", mode);
+  // 60000 samples in global batches of 96: 625 iterations. The newcomer's start (libtorch, the
+  // model, the data) takes about 9 s on a loaded machine, in which the three run hundreds of
+  // iterations; started any later, it joins at the end or not at all.
+  Submit(job, 3, 60000, "{min_workers: 2, max_workers: 4, max_failures: 1}", mode);
   std::vector<pid_t> w;
   for (int i = 0; i < 3; ++i) w.push_back(Worker(job, i));
-  WaitForIteration(job, 104);
+  WaitForIteration(job, 20);
   // No --rank: every slot is alive, so the scheduler gives the newcomer a new one.
   const pid_t extra =
       SpawnHerd({"worker", "--scheduler", sched_.address(), "--job", job, "--name", "extra",
@@ -218,10 +221,11 @@ INSTANTIATE_TEST_SUITE_P(Modes, ElasticGrow,
 // counts the death against max_failures and ends with 3 of its 4 slots finished.
 TEST_F(ElasticJob, AGrownJobWhoseExtraWorkerDiesGoesOnWithThree) {
   sched_.Start(dir_ + "/scheduler", 0, {"--heartbeat-timeout", "3s"});
-  Submit("grownkill", 3, 30000, "{min_workers: 3, max_workers: 4, max_failures: 1}");
+  // 625 iterations: the newcomer joins, and is killed, well before the end (see ElasticGrow).
+  Submit("grownkill", 3, 60000, "{min_workers: 3, max_workers: 4, max_failures: 1}");
   std::vector<pid_t> w;
   for (int i = 0; i < 3; ++i) w.push_back(Worker("grownkill", i));
-  WaitForIteration("grownkill", 60);
+  WaitForIteration("grownkill", 20);
   const pid_t extra =
       SpawnHerd({"worker", "--scheduler", sched_.address(), "--job", "grownkill", "--name", "extra",
                  "--wait-for-job", "60", "--threads", "1", "--timeout", "60"},
@@ -267,10 +271,11 @@ TEST_F(ElasticJob, AGrownJobWhoseExtraWorkerDiesGoesOnWithThree) {
 TEST_F(ElasticJob, ACheckpointOfAGrownJobResumesWithThree) {
   sched_.Start(dir_ + "/scheduler", 0, {"--heartbeat-timeout", "3s"});
   const std::string ckpt = dir_ + "/grown-ckpt";
-  Submit("grownck", 3, 30000, "{min_workers: 2, max_workers: 4, max_failures: 1}", "decentralized");
+  // 625 iterations: the newcomer joins well before the end (see ElasticGrow).
+  Submit("grownck", 3, 60000, "{min_workers: 2, max_workers: 4, max_failures: 1}", "decentralized");
   std::vector<pid_t> w;
   for (int i = 0; i < 3; ++i) w.push_back(Worker("grownck", i));
-  WaitForIteration("grownck", 60);
+  WaitForIteration("grownck", 20);
   const pid_t extra =
       SpawnHerd({"worker", "--scheduler", sched_.address(), "--job", "grownck", "--name", "extra",
                  "--wait-for-job", "60", "--threads", "1", "--timeout", "60"},
@@ -297,7 +302,7 @@ TEST_F(ElasticJob, ACheckpointOfAGrownJobResumesWithThree) {
   EXPECT_EQ(shown.rc, 0) << shown.out;
   EXPECT_TRUE(std::regex_search(shown.out, std::regex("decentralized +4 +0 "))) << shown.out;
 
-  Submit("resumed", 3, 30000, "{min_workers: 2}\nresume_from: " + ckpt, "decentralized");
+  Submit("resumed", 3, 60000, "{min_workers: 2}\nresume_from: " + ckpt, "decentralized");
   std::vector<pid_t> r;
   for (int i = 0; i < 3; ++i) r.push_back(Worker("resumed", i));
   for (int i = 0; i < 3; ++i) {
