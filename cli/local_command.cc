@@ -344,10 +344,8 @@ class LocalCommand final : public Command {
   // written as Prometheus targets before anything starts, and printed.
   absl::Status PlanMetrics(int servers) {
     std::vector<std::pair<std::string, std::string>> processes = {{"scheduler", "scheduler"}};
-    for (int s = 0; s < servers; ++s)
-      processes.push_back({LocalServerName(s), "server"});
-    for (int w = 0; w < workers_; ++w)
-      processes.push_back({LocalWorkerName(w), "worker"});
+    for (int s = 0; s < servers; ++s) processes.push_back({LocalServerName(s), "server"});
+    for (int w = 0; w < workers_; ++w) processes.push_back({LocalWorkerName(w), "worker"});
     auto ports_picked = FreeLoopbackPorts(static_cast<int>(processes.size()));
     if (!ports_picked.ok()) return ports_picked.status();
     for (size_t i = 0; i < processes.size(); ++i) {

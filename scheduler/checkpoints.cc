@@ -234,8 +234,9 @@ absl::StatusOr<herd::v1::ReportCheckpointResponse> SchedulerCore::TakeCheckpoint
                         req.id(), req.node_id(), req.job()));
   }
   const NodeRef ref = it->second;
-  const std::string process =
-      ref.role == herd::v1::ROLE_WORKER ? checkpoint::WorkerProcess(ref.slot) : ShardProcess(ref.slot);
+  const std::string process = ref.role == herd::v1::ROLE_WORKER
+                                  ? checkpoint::WorkerProcess(ref.slot)
+                                  : ShardProcess(ref.slot);
   herd::v1::ReportCheckpointResponse resp;
   const JobStatus& s = job->status;
   if (s.pending_checkpoint().id() != req.id() || job->committing) {

@@ -86,8 +86,7 @@ void ShardCheckpoints::Take(const herd::v1::CheckpointRecord& c) {
     }
   }
   // The workers go on now: their next push may change the engine, its copy is taken.
-  if (auto st =
-          sched_.StoreSet(job_, checkpoint::CutKey(c.id(), ShardProcess(shard_)), "");
+  if (auto st = sched_.StoreSet(job_, checkpoint::CutKey(c.id(), ShardProcess(shard_)), "");
       !st.ok()) {
     Log().warn("server: shard {}: checkpoint {}: {}", shard_, c.id(), st.ToString());
   }

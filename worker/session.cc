@@ -273,7 +273,8 @@ absl::StatusOr<Executor*> Session::BeginIteration(int64_t iteration) {
   }
   // The cut of a checkpoint: the state before this iteration is saved first (by the executor
   // of the previous iteration, before any mode switch at this one).
-  if (plan->checkpoint_iteration() == iteration && plan->checkpoint_id() != checkpoints_.staged_id()) {
+  if (plan->checkpoint_iteration() == iteration &&
+      plan->checkpoint_id() != checkpoints_.staged_id()) {
     if (executor_ == nullptr) HERD_RETURN_IF_ERROR(Explain(SwitchTo(*plan, iteration)));
     HERD_RETURN_IF_ERROR(Explain(TakeCheckpoint(*plan)));
   }

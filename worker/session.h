@@ -428,7 +428,7 @@ class Session {
   int64_t confirmed_by_all_ = -1;  // the highest iteration AwaitLiveWorkersAt saw completed // the
                                    // iteration EndIteration ended last
   DataPosition start_position_;
-  std::optional<int64_t> start_position_iteration_;    // set by a ps_async join (see its accessor)
+  std::optional<int64_t> start_position_iteration_;  // set by a ps_async join (see its accessor)
   bool preempted_ = false;
   std::atomic<bool> preemption_asked_{false};
   std::chrono::steady_clock::time_point preempt_deadline_;

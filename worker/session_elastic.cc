@@ -531,7 +531,8 @@ absl::Status Session::JoinRunningJob() {
       }
       follower_->WaitFor(
           [&](const scheduler::Follower::State& s) {
-            return s.view != nullptr && (!s.view->paused() || scheduler::IsTerminal(s.view->job_state()));
+            return s.view != nullptr &&
+                   (!s.view->paused() || scheduler::IsTerminal(s.view->job_state()));
           },
           Deadline::After(milliseconds(200)));
       continue;

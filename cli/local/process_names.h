@@ -8,7 +8,6 @@
 #include <string>
 #include <string_view>
 
-
 namespace herd::cli {
 
 inline constexpr std::string_view kLocalWorkerPrefix = "worker-";

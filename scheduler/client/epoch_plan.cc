@@ -4,9 +4,9 @@
 
 #include "common/dtype.h"
 #include "plan/modes.h"
-#include "scheduler/client/job_states.h"
 #include "plan/shard_map.h"
 #include "plan/topology.h"
+#include "scheduler/client/job_states.h"
 
 namespace herd::scheduler {
 

@@ -63,16 +63,16 @@ void CheckpointParticipant::Stage(const std::string& dir, const std::string& id,
                                   checkpoint::ProcessState state) {
   for (const auto& [key, value] : program_values_) state.values[kProgramPrefix + key] = value;
   if (writer_ == nullptr) writer_ = std::make_unique<checkpoint::CheckpointWriter>();
-  writer_->Stage(dir, id, std::move(state),
-                 [this, id](absl::StatusOr<herd::v1::CheckpointFile> file) {
-                   Report(id, std::move(file));
-                 });
+  writer_->Stage(
+      dir, id, std::move(state),
+      [this, id](absl::StatusOr<herd::v1::CheckpointFile> file) { Report(id, std::move(file)); });
   staged_id_ = id;
 }
 
 absl::Status CheckpointParticipant::MeetShardsAtCut(transport::Store& store, const std::string& id,
                                                     std::string_view mode, int servers) {
-  HERD_RETURN_IF_ERROR(store.Set(checkpoint::CutKey(id, checkpoint::WorkerProcess(rank_)), std::string(mode)));
+  HERD_RETURN_IF_ERROR(
+      store.Set(checkpoint::CutKey(id, checkpoint::WorkerProcess(rank_)), std::string(mode)));
   if (!RunsOnServers(mode)) return absl::OkStatus();
   const Deadline deadline = Deadline::After(timeout_);
   for (int s = 0; s < servers; ++s) {

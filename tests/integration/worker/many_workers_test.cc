@@ -23,12 +23,31 @@ TEST_P(ManyWorkers, SwitchModeMidJobSurviveAKilledWorkerAndComplete) {
   const std::string job = "many-" + std::to_string(c.workers);
   const std::string state = dir_ + "/local";
   const int victim_rank = c.workers / 2 - 1;
-  const pid_t local = SpawnHerd(
-      {"local", "--mode", "allreduce", "--model", "mlp", "--workers", std::to_string(c.workers),
-       "--epochs", "1", "--batch-size", std::to_string(c.batch_size), "--train-samples", "40000",
-       "--job", job, "--switch-mode-at", "20:dear", "--min-workers", std::to_string(c.workers / 2),
-       "--max-failures", "1", "--state", state, "--json"},
-      Log("herd-local"));
+  const pid_t local = SpawnHerd({"local",
+                                 "--mode",
+                                 "allreduce",
+                                 "--model",
+                                 "mlp",
+                                 "--workers",
+                                 std::to_string(c.workers),
+                                 "--epochs",
+                                 "1",
+                                 "--batch-size",
+                                 std::to_string(c.batch_size),
+                                 "--train-samples",
+                                 "40000",
+                                 "--job",
+                                 job,
+                                 "--switch-mode-at",
+                                 "20:dear",
+                                 "--min-workers",
+                                 std::to_string(c.workers / 2),
+                                 "--max-failures",
+                                 "1",
+                                 "--state",
+                                 state,
+                                 "--json"},
+                                Log("herd-local"));
   pids_.push_back(local);
 
   // Once worker 0 runs dear (iteration 20 on; the start of that many processes takes most of
