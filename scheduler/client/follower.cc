@@ -270,23 +270,31 @@ void Follower::TrySend() {
     std::lock_guard<std::mutex> lock(mu_);
     in_flight_ = msg;
   }
-  call->Write(msg);
+  if (call->Write(msg)) return;
+  // The stream ended after this message took it: OnEnded came or is on its way. Only that
+  // stream's turn to write is given back (a newer stream may be writing already).
+  std::lock_guard<std::mutex> lock(mu_);
+  if (call_ == call) writing_ = false;
+  Undelivered(msg);
+}
+
+void Follower::Undelivered(const herd::v1::FollowRequest& msg) {
+  metrics::ProcessMetrics::Get().heartbeats_missed().Increment();
+  // What it carried goes with the first message of the next stream.
+  if (msg.has_completed_iteration()) completed_unsent_ = true;
+  if (msg.answers_notice() != 0) answered_ = 0;
+  if (msg.sync() != 0) sync_sent_ = synced_;
 }
 
 void Follower::OnWritten(bool ok) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     writing_ = false;
-    if (ok) {
-      sent_.fetch_add(1);
-    } else {
-      metrics::ProcessMetrics::Get().heartbeats_missed().Increment();
-      // Not delivered: what it carried goes with the first message of the next stream.
-      if (in_flight_.has_completed_iteration()) completed_unsent_ = true;
-      if (in_flight_.answers_notice() != 0) answered_ = 0;
-      if (in_flight_.sync() != 0) sync_sent_ = synced_;
+    if (!ok) {
+      Undelivered(in_flight_);
       return;  // the stream is ending: OnEnded follows
     }
+    sent_.fetch_add(1);
   }
   TrySend();  // something became due while it was in flight
 }

@@ -107,6 +107,8 @@ class Follower : private SchedulerClient::FollowHandler {
   void TrySend();
   // The next message: identity, heartbeat, progress and asks.
   herd::v1::FollowRequest NextMessage() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A message that did not reach the scheduler: what it carried is sent again.
+  void Undelivered(const herd::v1::FollowRequest& msg) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool SendDue(std::chrono::steady_clock::time_point now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   SchedulerClient& client_;

@@ -208,18 +208,36 @@ class GrpcSchedulerClient final : public SchedulerClient {
     void Start(herd::v1::Scheduler::Stub& stub, std::shared_ptr<GrpcFollowCall> self) {
       self_ = std::move(self);
       stub.async()->Follow(&ctx_, this);
+      // Writes come from outside the reactions too (the heartbeat clock, an iteration loop
+      // asking for a horizon): the hold keeps gRPC from finishing the call until the stream is
+      // ending and Write refuses, since an operation started after OnDone is undefined (it
+      // released the call's last reference twice and aborted a shard at a job's end).
+      AddHold();
       StartRead(&in_);
       StartCall();
     }
-    void Write(const herd::v1::FollowRequest& msg) override {
+    bool Write(const herd::v1::FollowRequest& msg) override {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (ending_) return false;
       out_ = msg;
       StartWrite(&out_);
+      return true;
     }
-    void Cancel() override { ctx_.TryCancel(); }
+    void Cancel() override { ctx_.TryCancel(); }  // the read fails, and the hold goes
     void OnReadDone(bool ok) override {
-      if (!ok) return;  // the stream ends: OnDone follows
-      handler_->OnEvent(in_);
-      StartRead(&in_);
+      if (ok) {
+        handler_->OnEvent(in_);
+        StartRead(&in_);
+        return;
+      }
+      // The stream ends (broken, refused, cancelled): no write starts from now on, and
+      // OnDone follows once the write in flight, if any, is done. The hold goes outside the
+      // lock: OnDone may run within RemoveHold and free this.
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ending_ = true;
+      }
+      RemoveHold();
     }
     void OnWriteDone(bool ok) override { handler_->OnWritten(ok); }
     void OnDone(const grpc::Status& st) override {
@@ -233,6 +251,8 @@ class GrpcSchedulerClient final : public SchedulerClient {
     grpc::ClientContext ctx_;
     herd::v1::FollowRequest out_;
     herd::v1::FollowEvent in_;
+    std::mutex mu_;
+    bool ending_ = false;  // guarded by mu_
     std::shared_ptr<GrpcFollowCall> self_;
   };
   std::shared_ptr<FollowCall> StartFollow(FollowHandler* handler) override {

@@ -95,8 +95,10 @@ class SchedulerClient {
   class FollowCall {
    public:
     virtual ~FollowCall() = default;
-    // One write at a time: the next after OnWritten. The message is copied.
-    virtual void Write(const herd::v1::FollowRequest& msg) = 0;
+    // One write at a time: the next after OnWritten. The message is copied. Safe from any
+    // thread: false (nothing started, no OnWritten) once the stream is ending, so a write
+    // taken just before the end never reaches a call that gRPC has finished.
+    virtual bool Write(const herd::v1::FollowRequest& msg) = 0;
     virtual void Cancel() = 0;  // OnEnded follows (CANCELLED)
   };
   // Opens a stream whose events go to `handler`, which must outlive its OnEnded. No deadline:
