@@ -54,6 +54,7 @@ Engine::Engine(ShardConfig config, KeyWriter* writer)
       ks->clocks.assign(config_.workers, 0);
       ks->clock_base.assign(config_.workers, 0);
       ks->based_on_return.assign(config_.workers, 0);
+      ks->iteration_offset.assign(config_.workers, KeyState::kNoOffset);
     }
     keys_.emplace(key, std::move(ks));
   }

@@ -69,6 +69,8 @@ struct PushArgs {
   // ps_sync / ps_ec: workers back in their slot that the key's rounds count from this push's
   // round on (PushChunk.joiners: the live worker that handed them its state announces them).
   std::vector<int> joiners = {};
+  // ps_async: the job's iteration of this push (PushChunk.iteration), if given.
+  std::optional<int64_t> iteration = std::nullopt;
 };
 
 struct Pulled {
@@ -211,6 +213,11 @@ class Engine {
     // ps_async, per worker: what its pushes' clocks add to be the key's (non-zero for a worker
     // back in its slot, whose new executor counts from 0) and the return they were set for.
     std::vector<int64_t> clock_base, based_on_return;
+    // ps_async, per worker: its last push's clock minus its iteration (kNoOffset: no push with
+    // an iteration yet). Live workers share one; a returner takes its iteration plus theirs.
+    // Held in memory only: after a restart a returner falls back to the slowest live clock.
+    static constexpr int64_t kNoOffset = INT64_MIN;
+    std::vector<int64_t> iteration_offset;
     int64_t rounds_since_write = 0;
     // ps_ec never changes the parameters after InitKeys: once on disk they are not rewritten.
     bool params_durable = false;

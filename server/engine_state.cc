@@ -267,6 +267,7 @@ absl::Status Engine::ImportState(const StateSource& from) {
     ks->clocks = std::move(c.clocks);
     // The workers' executors restart their clocks at 0 too: no worker is back in a slot.
     std::fill(ks->clock_base.begin(), ks->clock_base.end(), 0);
+    std::fill(ks->iteration_offset.begin(), ks->iteration_offset.end(), KeyState::kNoOffset);
     ks->version = c.version;
     ks->result.clear();
     ClearRoundLocked(*ks);

@@ -35,6 +35,10 @@ class AsyncEngine final : public Engine {
                           Deadline deadline) override;
   // The slowest live worker's clock on the key, and its rank (-1: nobody is live).
   std::pair<int64_t, int> SlowestLocked(const KeyState& ks) const;
+  // Where worker `w`, back in its slot, goes on: its clock base for `args.round` (see .cc).
+  void RebaseReturnerLocked(KeyState& ks, int w, const PushArgs& args) const;
+  // The most an iteration may be: far beyond any job, far from overflowing a clock.
+  static constexpr int64_t kMaxIteration = int64_t{1} << 40;
 };
 
 class EcEngine final : public Engine {

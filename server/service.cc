@@ -62,7 +62,8 @@ PushArgs ArgsOf(const PushChunk& c) {
                   c.data(),
                   c.dtype(),
                   c.learning_rate(),
-                  {c.joiners().begin(), c.joiners().end()}};
+                  {c.joiners().begin(), c.joiners().end()},
+                  c.has_iteration() ? std::optional<int64_t>(c.iteration()) : std::nullopt};
 }
 
 // Chunks over the wire must say their element type (the engine also takes "" from in-process

@@ -227,6 +227,7 @@ std::vector<std::vector<PushChunk>> ShardedPsClient::MakePushes(
     p.set_dtype("fp32");
     if (compressor == nullptr) p.set_learning_rate(learning_rate_);
     for (int j : joiners_) p.add_joiners(j);
+    if (iteration_ >= 0) p.set_iteration(iteration_);
     const float* data = grads[c.key.tensor].data() + c.offset;
     if (compressor == nullptr) {
       p.set_data(BytesOf(data, c.count));

@@ -78,6 +78,9 @@ class ShardedPsClient {
   // (PushChunk.joiners; this worker handed them its state). Cleared by the caller after the
   // round that carried them.
   void set_joiners(std::vector<int> ranks) { joiners_ = std::move(ranks); }
+  // ps_async: the job's iteration the next pushes belong to (PushChunk.iteration); a negative
+  // value sends none.
+  void set_iteration(int64_t iteration) { iteration_ = iteration; }
   PsClient& shard(int id) { return *clients_[id]; }
   int shards() const { return static_cast<int>(clients_.size()); }
 
@@ -110,6 +113,7 @@ class ShardedPsClient {
   ShardedOptions options_;
   double learning_rate_ = 0;
   std::vector<int> joiners_;
+  int64_t iteration_ = -1;
   std::map<KeyId, const ChunkPlacement*> index_;  // into options_.chunks
   std::vector<std::unique_ptr<PsClient>> clients_;
   std::map<KeyId, std::vector<float>> delta_;

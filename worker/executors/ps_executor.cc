@@ -73,6 +73,8 @@ class PsExecutor final : public Executor {
   }
 
   absl::Status BeginIteration(int64_t iteration) override {
+    // ps_async: a worker back in its slot goes on at the clock of its iteration (PushChunk).
+    if (mode_ == PsMode::kAsync) client_->set_iteration(iteration);
     for (auto& g : grads_) std::fill(g.begin(), g.end(), 0.0f);
     return absl::OkStatus();
   }

@@ -101,6 +101,60 @@ TEST(AsyncEngineTest, AWorkerBackInItsSlotGoesOnAtTheSlowestLivePeersClock) {
   EXPECT_EQ(Version(*e), 13);
 }
 
+// A push that says its iteration (PushChunk.iteration), as workers' pushes do.
+absl::Status PushAt(Engine& e, int worker, int64_t clock, int64_t iteration,
+                    Deadline deadline = Later()) {
+  const std::string data = Bytes({2, 2, 2, 2});
+  PushArgs args{"j", worker, kA, clock, data, ""};
+  args.iteration = iteration;
+  return e.Push(args, deadline);
+}
+
+// A worker back in its slot joins after the horizon its peers were granted, so at a later
+// iteration than theirs. It goes on at the clock of its iteration (the peers' clocks run one
+// per iteration): had it gone on at the slowest peer's clock, it would end that far behind, and
+// after its last push the peers' last iterations would wait on it for good.
+TEST(AsyncEngineTest, AWorkerBackInItsSlotGoesOnAtTheClockOfItsIteration) {
+  // A job of 12 iterations (0 to 11), staleness 1.
+  auto e = AsyncJob(3, /*staleness=*/1);
+  ASSERT_TRUE(PushAt(*e, 1, 0, 0).ok());  // worker 1 pushes once, then dies
+  e->SetLiveWorkers({0, 2});
+  for (int it = 0; it < 4; ++it) {
+    ASSERT_TRUE(PushAt(*e, 0, it, it).ok());
+    ASSERT_TRUE(PushAt(*e, 2, it, it).ok());
+  }
+  e->SetLiveWorkers({0, 1, 2});  // back, at iteration 10: its new executor counts from 0
+  // Its first push is clock 10, taken at once though beyond the bound (its gradient is of the
+  // parameters it has just pulled), so that the shard's other keys hear it too.
+  ASSERT_TRUE(PushAt(*e, 1, 0, 10, Soon()).ok());
+  EXPECT_EQ(PushAt(*e, 1, 0, 10).code(), absl::StatusCode::kAlreadyExists);
+  // Its last push (iteration 11) waits for the peers to come within the bound, as anyone
+  // ahead does; the peers, the slowest, wait for no one through to their last iteration.
+  absl::Status last;
+  std::thread t([&] { last = PushAt(*e, 1, 1, 11); });
+  absl::Status peers;
+  for (int it = 4; it < 12 && peers.ok(); ++it) {
+    peers = PushAt(*e, 0, it, it, Soon());
+    if (peers.ok()) peers = PushAt(*e, 2, it, it, Soon());
+  }
+  t.join();
+  ASSERT_TRUE(peers.ok()) << peers;
+  ASSERT_TRUE(last.ok()) << last;
+  EXPECT_EQ(Version(*e), 1 + 12 + 12 + 2);
+}
+
+TEST(AsyncEngineTest, AnIterationOutOfRangeIsRefusedAndChangesNothing) {
+  auto e = AsyncJob(2, ShardConfig::kInfiniteStaleness);
+  ASSERT_TRUE(PushAt(*e, 0, 0, 0).ok());
+  for (int64_t bad : {int64_t{-1}, int64_t{-5}, int64_t{1} << 41, INT64_MAX}) {
+    auto st = PushAt(*e, 0, 1, bad);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << bad << ": " << st;
+    EXPECT_NE(st.message().find("iterations are 0 to"), absl::string_view::npos) << st;
+  }
+  EXPECT_EQ(Version(*e), 1);
+  ASSERT_TRUE(PushAt(*e, 0, 1, 1).ok());  // its clock is where it was
+}
+
 TEST(AsyncEngineTest, ClocksRefuseRepeatsAndGaps) {
   auto e = AsyncJob(2, ShardConfig::kInfiniteStaleness);
   ASSERT_TRUE(PushOf(*e, 0, 0).ok());
