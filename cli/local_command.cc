@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -40,6 +41,7 @@
 #include "cli/local/progress.h"
 #include "cli/mode_options.h"
 #include "common/child_processes.h"
+#include "common/json.h"
 #include "plan/modes.h"
 #include "proto/rpc/grpc_support.h"
 #include "scheduler/client/job_states.h"
@@ -770,28 +772,33 @@ class LocalCommand final : public Command {
     std::vector<std::pair<std::string, double>> metrics(r.metrics().begin(), r.metrics().end());
     std::sort(metrics.begin(), metrics.end());
     if (json_) {
-      std::string extra;
-      for (const auto& [k, v] : metrics) {
-        extra += absl::StrFormat("%s\"%s\":%.6g", extra.empty() ? "" : ",", JsonEscape(k), v);
-      }
-      std::printf(
-          "{\"job\":\"%s\",\"mode\":\"%s\",\"modes\":\"%s\",\"model\":\"%s\","
-          "\"workers\":%d,\"servers\":%d,\"epochs\":%d,\"iterations\":%lld,"
-          "\"test_accuracy\":%.4f,\"final_loss\":%.4f,\"samples_per_second\":%.1f,"
-          "\"train_seconds\":%.2f,\"exposed_comm_seconds\":%.3f,\"wall_seconds\":%.2f,"
-          "\"params_digest\":\"%s\",\"start_iteration\":%lld,\"checkpoints\":%lld,"
-          "\"last_checkpoint\":\"%s\",\"metrics\":{%s}}\n",
-          job_.c_str(), mode_.c_str(), modes.c_str(), JsonEscape(model).c_str(), workers_,
-          job->spec().servers(), epochs_, static_cast<long long>(r.iterations()), r.test_accuracy(),
-          r.final_loss(), r.samples_per_second(), r.train_seconds(), r.exposed_comm_seconds(), wall,
-          r.params_digest().c_str(),
-          static_cast<long long>(job->has_resumed() ? job->resumed().iteration() : 0),
-          static_cast<long long>(job->checkpoints_committed()),
-          JsonEscape(job->last_checkpoint().id().empty()
-                         ? std::string()
-                         : job->last_checkpoint().dir() + "/" + job->last_checkpoint().id())
-              .c_str(),
-          extra.c_str());
+      json::Object extra;
+      for (const auto& [k, v] : metrics) extra.Add(k, Rounded(v, 6));
+      const std::string last =
+          job->last_checkpoint().id().empty()
+              ? std::string()
+              : job->last_checkpoint().dir() + "/" + job->last_checkpoint().id();
+      json::Object summary;
+      summary.Add("job", job_)
+          .Add("mode", mode_)
+          .Add("modes", modes)
+          .Add("model", model)
+          .Add("workers", workers_)
+          .Add("servers", job->spec().servers())
+          .Add("epochs", epochs_)
+          .Add("iterations", r.iterations())
+          .Add("test_accuracy", Rounded(r.test_accuracy(), 4))
+          .Add("final_loss", Rounded(r.final_loss(), 4))
+          .Add("samples_per_second", Rounded(r.samples_per_second(), 1))
+          .Add("train_seconds", Rounded(r.train_seconds(), 2))
+          .Add("exposed_comm_seconds", Rounded(r.exposed_comm_seconds(), 3))
+          .Add("wall_seconds", Rounded(wall, 2))
+          .Add("params_digest", r.params_digest())
+          .Add("start_iteration", job->has_resumed() ? job->resumed().iteration() : 0)
+          .Add("checkpoints", job->checkpoints_committed())
+          .Add("last_checkpoint", last)
+          .Add("metrics", std::move(extra));
+      std::printf("%s\n", json::Value(std::move(summary)).Write().c_str());
       return code;
     }
     if (modes.empty() && job->has_resumed()) {
@@ -874,14 +881,13 @@ class LocalCommand final : public Command {
     return absl::StrJoin(parts, ", ");
   }
 
-  static std::string JsonEscape(const std::string& in) {
-    std::string out;
-    for (char c : in) {
-      if (c == '"' || c == '\\') out += '\\';
-      if (static_cast<unsigned char>(c) < 0x20) continue;
-      out += c;
-    }
-    return out;
+  // The summary's figures at the precision it has always printed (a metric: 6 significant
+  // digits); a value that is not finite is JSON's null.
+  static double Rounded(double v, int digits) {
+    if (!std::isfinite(v)) return v;
+    if (digits == 6) return std::stod(absl::StrFormat("%.6g", v));
+    const double scale = std::pow(10.0, digits);
+    return std::round(v * scale) / scale;
   }
 
   int Fail(const absl::Status& st) {

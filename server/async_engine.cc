@@ -117,8 +117,9 @@ absl::Status AsyncEngine::PushLocked(KeyState& ks, const PushArgs& args,
                  *next.slot1, ks.version + 1);
   next.clocks = ks.clocks;
   ++(*next.clocks)[w];
-  HERD_RETURN_IF_ERROR(CommitRoundLocked(
-      ks, args.key, std::move(next), absl::StrFormat("the push of worker %d (clock %d)", w, round)));
+  HERD_RETURN_IF_ERROR(
+      CommitRoundLocked(ks, args.key, std::move(next),
+                        absl::StrFormat("the push of worker %d (clock %d)", w, round)));
   if (args.iteration.has_value()) ks.iteration_offset[w] = round - *args.iteration;
   return absl::OkStatus();
 }

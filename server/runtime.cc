@@ -17,6 +17,7 @@
 #include "checkpoint/env.h"
 #include "checkpoint/reader.h"
 #include "common/logging.h"
+#include "common/retry.h"
 #include "common/status.h"
 #include "plan/modes.h"
 #include "scheduler/client/epoch_plan.h"
@@ -391,12 +392,8 @@ class ShardProcess {
   // started the engine may arrive just before the scheduler goes away) for at most
   // --register-timeout; any other answer (a refusal, DATA_LOSS) at once.
   absl::StatusOr<herd::v1::JobStatus> ReadJobThroughARestart() {
-    const Deadline deadline = Deadline::After(o_.register_timeout);
-    for (;;) {
-      auto job = sched_->GetJob(o_.job);
-      if (job.ok() || !absl::IsUnavailable(job.status()) || deadline.expired()) return job;
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
+    return RetryWhileUnavailable([&] { return sched_->GetJob(o_.job); },
+                                 Deadline::After(o_.register_timeout));
   }
 
   absl::Status WritePortFile() const {

@@ -4,6 +4,7 @@
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
 #include "plan/modes.h"
+#include "scheduler/client/checkpoint_report.h"
 
 namespace herd::server {
 namespace {
@@ -102,27 +103,13 @@ void ShardCheckpoints::Take(const herd::v1::CheckpointRecord& c) {
 
 void ShardCheckpoints::Report(const std::string& id,
                               absl::StatusOr<herd::v1::CheckpointFile> file) {
-  herd::v1::ReportCheckpointRequest req;
-  req.set_job(job_);
-  req.set_node_id(node_id_);
-  req.set_id(id);
-  if (file.ok()) {
-    *req.mutable_file() = std::move(*file);
-  } else {
-    req.set_error(file.status().ToString());
+  if (!file.ok()) {
     Log().warn("server: shard {}: checkpoint {}: {}", shard_, id, file.status().ToString());
   }
-  const Deadline deadline = Deadline::After(std::chrono::seconds(30));
-  for (;;) {
-    auto answer = sched_.ReportCheckpoint(req);
-    if (answer.ok() || !absl::IsUnavailable(answer.status()) || deadline.expired()) {
-      if (!answer.ok()) {
-        Log().warn("server: shard {}: report of checkpoint {}: {}", shard_, id,
-                   answer.status().ToString());
-      }
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const absl::Status answer = scheduler::ReportCheckpointFile(
+      sched_, job_, node_id_, id, std::move(file), Deadline::After(std::chrono::seconds(30)));
+  if (!answer.ok()) {
+    Log().warn("server: shard {}: report of checkpoint {}: {}", shard_, id, answer.ToString());
   }
 }
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
+#include "common/retry.h"
 #include "common/status.h"
 #include "metrics/endpoint.h"
 #include "metrics/worker_metrics.h"
@@ -18,6 +19,7 @@
 #include "worker/counting_communicator.h"
 #include "worker/executor_state.h"
 #include "worker/scheduler_store.h"
+#include "worker/stretch.h"
 #include "worker/training_memory.h"
 #include "worker/watched_store.h"
 
@@ -236,12 +238,8 @@ absl::StatusOr<herd::v1::Plan> Session::AskPlan(int64_t iteration) {
   req.set_iteration(iteration);
   req.set_node_id(registered_.node_id());
   // A restarted scheduler resumes the job from its state: ride out its restart.
-  const Deadline deadline = Deadline::After(options_.timeout);
-  for (;;) {
-    absl::StatusOr<herd::v1::Plan> plan = client_->GetPlan(req);
-    if (plan.ok() || !absl::IsUnavailable(plan.status()) || deadline.expired()) return plan;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
+  return RetryWhileUnavailable([&] { return client_->GetPlan(req); },
+                               Deadline::After(options_.timeout));
 }
 
 absl::StatusOr<Executor*> Session::BeginIteration(int64_t iteration) {
@@ -313,32 +311,11 @@ absl::StatusOr<Executor*> Session::BeginIteration(int64_t iteration) {
 absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
   const std::string& mode = plan.mode().mode();
   Timeline::Span span(timeline_.get(), "switch to " + mode, Timeline::Lane::kControl);
-  // The job's worker slots: more than the spec's `workers` once an elastic job grew.
-  const int world = std::max(spec_.workers(), plan.world_size());
-  const plan::ModeInfo* info = plan::FindMode(mode);
-  const bool collective = ModeUsesCommunicator(mode);
-  const bool shrinks = elastic_ && info != nullptr && info->shrinks;
-  if (collective && plan.ranks_size() < world && !shrinks) {
-    std::vector<int> missing;
-    for (int r = 0; r < world; ++r) {
-      if (std::find(plan.ranks().begin(), plan.ranks().end(), r) == plan.ranks().end()) {
-        missing.push_back(r);
-      }
-    }
-    return absl::UnavailableError(
-        absl::StrFormat("iteration %d: worker(s) %s left job '%s'; mode %s needs all %d workers",
-                        iteration, absl::StrJoin(missing, ", "), options_.job, mode, world));
-  }
-  // A collective mode runs among the plan's live workers, numbered by position (the job's ranks
-  // when every worker is alive): worker/elastic_plan.h.
-  const herd::v1::Plan run = collective ? CompactPlan(plan) : plan;
-  const int index = collective ? MemberIndex(plan, rank_) : rank_;
-  const int size = collective ? run.world_size() : world;
-  if (index < 0) {
-    return absl::FailedPreconditionError(
-        absl::StrFormat("iteration %d: worker %d is not among the live workers of job '%s'",
-                        iteration, rank_, options_.job));
-  }
+  HERD_ASSIGN_OR_RETURN(const StretchLayout layout, LayOutStretch(plan, spec_.workers(), elastic_,
+                                                                  rank_, options_.job, iteration));
+  const bool collective = layout.collective;
+  const int index = layout.index;
+  const int size = layout.size;
   // What the old executor carried from iteration to iteration (optimizer slots, residuals,
   // replicas, ...) goes to the new one: a switch keeps momentum and residuals instead of
   // dropping them (checkpoint/state.h; the rules of the new mode decide what it takes).
@@ -356,27 +333,20 @@ absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
   if (carried) carried->process = checkpoint::WorkerProcess(index);
   std::unique_ptr<transport::Communicator> comm;
   if (collective) {
-    transport::ConnectOptions co;
-    co.kind = options_.transport;
-    co.rank = index;
-    co.size = size;
-    co.store = store_;
+    StretchConnect how;
+    how.backend = options_.transport;
+    how.store = store_;
+    how.bootstrap_timeout = options_.start_timeout;
     if (elastic_) {
       // Given up once the job's membership moved past this plan's (a peer builds the newer
       // communicator instead): the error leads to Recover and the newer epoch.
       const int32_t generation = plan.membership_generation();
-      co.store = MakeMembershipWatchedStore(
-          store_,
-          [this, generation, iteration] { return MembershipMovedPast(generation, iteration); },
-          absl::StrFormat("worker %d, iteration %d", rank_, iteration));
+      how.moved_past = [this, generation, iteration] {
+        return MembershipMovedPast(generation, iteration);
+      };
+      how.what = absl::StrFormat("worker %d, iteration %d", rank_, iteration);
     }
-    // The same on every rank of the stretch; a membership change after a death makes a new
-    // communicator of the live workers, under keys of its own.
-    co.prefix = plan.membership_generation() == 0
-                    ? absl::StrFormat("stretch-%d", iteration)
-                    : absl::StrFormat("stretch-%d-g%d", iteration, plan.membership_generation());
-    co.bootstrap_timeout = options_.start_timeout;
-    HERD_ASSIGN_OR_RETURN(comm, transport::Connect(co));
+    HERD_ASSIGN_OR_RETURN(comm, ConnectStretch(layout, plan, iteration, how));
     comm = std::make_unique<CountingCommunicator>(
         std::move(comm),
         metrics::WorkerMetrics::Get().SentBytes(mode, metrics::WorkerMetrics::Peer::kWorker));
@@ -387,7 +357,7 @@ absl::Status Session::SwitchTo(const herd::v1::Plan& plan, int64_t iteration) {
     }
   }
   ExecutorContext ctx;
-  ctx.plan = run;
+  ctx.plan = layout.run;
   ctx.rank = index;
   ctx.comm = comm.get();
   ctx.tensors = tensors_;

@@ -37,10 +37,11 @@
 // The parts with one job each: PlanFollower (plan_follower.h: the epoch view and horizon over
 // the Follow stream, each iteration's plan computed here), CheckpointParticipant
 // (checkpointing/checkpoint_participant.h: staging, reporting, the program's values, the
-// resumed checkpoint), RollbackLog (rollback_log.h: an elastic worker's commits). What stays in
-// the session is what ties them to the executor: switching modes at a stretch's boundary
-// (SwitchTo: the communicator, the executor and the state carried between them), the
-// checkpoint cut and the elastic recovery.
+// resumed checkpoint), RollbackLog (rollback_log.h: an elastic worker's commits), and the
+// stretch's layout and communicator (stretch.h). What stays in the session is what ties them to
+// the executor: switching modes at a stretch's boundary (SwitchTo: the old executor's state
+// carried into the new one, the state handed to a joiner), the checkpoint cut and the elastic
+// recovery.
 
 #include <atomic>
 #include <chrono>

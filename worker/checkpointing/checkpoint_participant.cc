@@ -9,6 +9,7 @@
 #include "common/logging.h"
 #include "common/status.h"
 #include "plan/modes.h"
+#include "scheduler/client/checkpoint_report.h"
 
 namespace herd::worker {
 namespace {
@@ -88,28 +89,12 @@ absl::Status CheckpointParticipant::MeetShardsAtCut(transport::Store& store, con
 
 void CheckpointParticipant::Report(const std::string& id,
                                    absl::StatusOr<herd::v1::CheckpointFile> file) {
-  herd::v1::ReportCheckpointRequest req;
-  req.set_job(job_);
-  req.set_node_id(node_id_);
-  req.set_id(id);
-  if (file.ok()) {
-    *req.mutable_file() = std::move(*file);
-  } else {
-    req.set_error(file.status().ToString());
-    Log().warn("worker {}: checkpoint {}: {}", rank_, id, file.status().ToString());
-  }
-  // A restarting scheduler is waited for; anything else is its answer (an aborted checkpoint
-  // stays aborted, and training goes on either way).
-  const Deadline deadline = Deadline::After(timeout_);
-  for (;;) {
-    auto answer = client_->ReportCheckpoint(req);
-    if (answer.ok() || !absl::IsUnavailable(answer.status()) || deadline.expired()) {
-      if (!answer.ok()) {
-        Log().warn("worker {}: report of checkpoint {}: {}", rank_, id, answer.status().ToString());
-      }
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  if (!file.ok()) Log().warn("worker {}: checkpoint {}: {}", rank_, id, file.status().ToString());
+  // An aborted checkpoint stays aborted, and training goes on either way.
+  const absl::Status answer = scheduler::ReportCheckpointFile(
+      *client_, job_, node_id_, id, std::move(file), Deadline::After(timeout_));
+  if (!answer.ok()) {
+    Log().warn("worker {}: report of checkpoint {}: {}", rank_, id, answer.ToString());
   }
 }
 

@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <mutex>
 #include <chrono>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 #include <vector>
 

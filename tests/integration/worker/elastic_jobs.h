@@ -30,15 +30,33 @@ using scheduler::testing::SpawnHerd;
 using scheduler::testing::WaitExit;
 namespace fs = std::filesystem;
 
-// The pid of the process whose command line holds every one of `args` (0 when none does): a
-// worker that `herd local` started, to kill it.
-inline pid_t FindProcess(const std::vector<std::string>& args) {
+// The parent of `pid` (0 when it cannot be read): the field after the command's name, which
+// may itself hold spaces and parentheses, in /proc/PID/stat.
+inline pid_t ParentOf(pid_t pid) {
+  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t end = stat.rfind(')');
+  if (end == std::string::npos || end + 4 >= stat.size()) return 0;
+  return std::atoi(stat.c_str() + end + 4);  // ") S PPID"
+}
+
+inline bool DescendsFrom(pid_t pid, pid_t ancestor) {
+  for (int depth = 0; pid > 1 && depth < 64; ++depth) {
+    pid = ParentOf(pid);
+    if (pid == ancestor) return true;
+  }
+  return false;
+}
+
+// The pid of the process below `ancestor` whose command line holds every one of `args` (0 when
+// none does): a worker that this test's `herd local` started, to kill it. Only its own: the
+// tests of one binary run side by side under ctest -j and name their jobs alike.
+inline pid_t FindProcess(pid_t ancestor, const std::vector<std::string>& args) {
   DIR* proc = ::opendir("/proc");
   if (proc == nullptr) return 0;
   pid_t found = 0;
   while (dirent* e = ::readdir(proc)) {
     const pid_t pid = std::atoi(e->d_name);
-    if (pid <= 0) continue;
+    if (pid <= 0 || !DescendsFrom(pid, ancestor)) continue;
     std::string cmdline = ReadFile("/proc/" + std::string(e->d_name) + "/cmdline");
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
     bool all = true;

@@ -507,7 +507,7 @@ TEST_P(HerdLocalRestart, HerdLocalRestartsAKilledWorkerWhichRejoins) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   std::this_thread::sleep_for(std::chrono::seconds(5));
-  const pid_t victim = FindProcess({"worker", "--job " + job, "--name worker-1 "});
+  const pid_t victim = FindProcess(local, {"worker", "--job " + job, "--name worker-1 "});
   ASSERT_GT(victim, 0) << ReadFile(Log("herd-local"));
   ::kill(victim, SIGKILL);
   EXPECT_EQ(ExitCode(local, 300), 0) << ReadFile(Log("herd-local"));

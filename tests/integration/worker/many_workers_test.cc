@@ -61,7 +61,7 @@ TEST_P(ManyWorkers, SwitchModeMidJobSurviveAKilledWorkerAndComplete) {
   ASSERT_NE(ReadFile(state + "/logs/worker-0.log").find(switched), std::string::npos)
       << ReadFile(Log("herd-local"));
   const std::string victim = "worker-" + std::to_string(victim_rank);
-  const pid_t pid = FindProcess({"worker", "--job " + job, "--name " + victim + " "});
+  const pid_t pid = FindProcess(local, {"worker", "--job " + job, "--name " + victim + " "});
   ASSERT_GT(pid, 0) << ReadFile(Log("herd-local"));
   ::kill(pid, SIGKILL);
 
