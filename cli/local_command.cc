@@ -41,6 +41,7 @@
 #include "cli/local/progress.h"
 #include "cli/mode_options.h"
 #include "common/child_processes.h"
+#include "common/defaults.h"
 #include "common/json.h"
 #include "plan/modes.h"
 #include "proto/rpc/grpc_support.h"
@@ -661,7 +662,7 @@ class LocalCommand final : public Command {
                 "HERD_RANK=" + std::to_string(w),
                 "HERD_THREADS=" + std::to_string(std::max(1, cores / workers_)),
                 "OMP_NUM_THREADS=" + std::to_string(std::max(1, cores / workers_)),
-                "HERD_FUSION_THRESHOLD_KIB=" + std::to_string(fusion_kib_),
+                "HERD_FUSION_THRESHOLD=" + std::to_string(fusion_kib_),
                 "HERD_TUNE_FUSION=" + std::string(tune_fusion_ ? "1" : "0"),
                 "HERD_TIMELINE=" + timeline_dir_, "HERD_METRICS_LISTEN=" + MetricsListen(name),
                 "HERD_SEED=" + std::to_string(seed_), "HERD_PREEMPT_GRACE=" + preempt_grace_,
@@ -674,8 +675,8 @@ class LocalCommand final : public Command {
     // TLS to the scheduler and the shards, as the built-in workers get it (AddClientOf).
     if (!tls_ca_.empty()) {
       const std::string ca = fs::absolute(tls_ca_).string();
-      spec.env.insert(spec.env.end(), {"HERD_TLS=1", "HERD_TLS_CA=" + ca, "HERD_SERVER_TLS=1",
-                                       "HERD_SERVER_CA=" + ca});
+      spec.env.insert(spec.env.end(), {"HERD_SCHEDULER_TLS=1", "HERD_SCHEDULER_CA=" + ca,
+                                       "HERD_SERVER_TLS=1", "HERD_SERVER_CA=" + ca});
     }
     // The token every process sends (herd.init() reads the file, as --token-file does).
     if (!token_file_.empty()) {
@@ -925,7 +926,7 @@ class LocalCommand final : public Command {
   bool json_ = false;
   std::string checkpoint_dir_, checkpoint_every_, resume_, losses_file_;
   int keep_last_ = 0, keep_every_ = 0;
-  std::string preempt_grace_ = "60s";
+  std::string preempt_grace_ = defaults::FlagText(defaults::kPreemptionGrace);
   int master_port_ = 0;  // MASTER_PORT of the workers' torch.distributed rendezvous
   std::chrono::milliseconds ParsedGrace() const {
     auto g = scheduler::ParseDurationFlag(preempt_grace_);

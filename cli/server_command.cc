@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "common/defaults.h"
 #include "common/logging.h"
 #include "metrics/endpoint.h"
 #include "proto/rpc/grpc_support.h"
@@ -177,8 +178,8 @@ class ServerCommand : public Command {
   std::string durability_ = "every-round";
   std::string token_file_;
   std::string metrics_listen_;
-  std::string wait_for_job_ = "5m";
-  std::string preempt_grace_ = "60s";
+  std::string wait_for_job_ = defaults::FlagText(defaults::kWaitForJob);
+  std::string preempt_grace_ = defaults::FlagText(defaults::kPreemptionGrace);
   int register_timeout_s_ = 60;
   double stream_idle_s_ = 30;
   uint64_t max_state_bytes_ = 0;

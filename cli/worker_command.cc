@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_format.h"
 #include "cli/command.h"
+#include "common/defaults.h"
 #include "common/logging.h"
 #include "proto/rpc/grpc_support.h"
 #include "scheduler/client/job_wait.h"
@@ -192,14 +193,14 @@ class WorkerCommand final : public Command {
   worker::WorkerOptions options_;
   int rank_ = -1;
   std::string data_dir_ = worker::kFashionMnistDir;
-  std::string wait_for_job_ = "5m";
+  std::string wait_for_job_ = defaults::FlagText(defaults::kWaitForJob);
   std::string transport_ = "ucx";
   int threads_ = 0;
-  int timeout_s_ = 120;
-  int start_timeout_s_ = 120;
+  int timeout_s_ = static_cast<int>(defaults::kOperationTimeout.count());
+  int start_timeout_s_ = static_cast<int>(defaults::kStartTimeout.count());
   int fusion_kib_ = 4096;
   std::string token_file_;
-  std::string preempt_grace_ = "60s";
+  std::string preempt_grace_ = defaults::FlagText(defaults::kPreemptionGrace);
 };
 
 HERD_REGISTER_COMMAND(WorkerCommand, "worker", 40,

@@ -29,6 +29,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "common/deadline.h"
+#include "common/defaults.h"
 #include "common/logging.h"
 #include "python/c10d/create.h"
 #include "scheduler/client/job_wait.h"
@@ -188,7 +189,11 @@ class PySession {
     options.transport = Value(transport::ParseBackend(o["transport"].cast<std::string>()));
     options.timeout = Ms(o["timeout_s"].cast<double>());
     options.start_timeout = Ms(o["start_timeout_s"].cast<double>());
-    options.wait_for_job = Ms(o["wait_for_job_s"].cast<double>());
+    auto wait = scheduler::ParseDurationFlag(o["wait_for_job"].cast<std::string>());
+    if (!wait.ok()) {
+      throw py::value_error("HERD_WAIT_FOR_JOB: " + std::string(wait.status().message()));
+    }
+    options.wait_for_job = *wait;
     options.fusion.threshold_bytes = o["fusion_threshold_kib"].cast<size_t>() << 10;
     options.fusion.tune = o["tune_fusion"].cast<bool>();
     options.timeline_dir = o["timeline_dir"].cast<std::string>();
@@ -575,7 +580,7 @@ class PySession {
   absl::Status failed_;           // the last failed call's error, for recover()
   absl::Status register_failed_;  // why register_() failed, raised again at every later call
   std::shared_ptr<std::atomic<double>> lr_ = std::make_shared<std::atomic<double>>(0.0);
-  std::chrono::milliseconds timeout_{std::chrono::seconds(120)};
+  std::chrono::milliseconds timeout_{defaults::kOperationTimeout};
 };
 
 }  // namespace
@@ -587,6 +592,14 @@ PYBIND11_MODULE(_herd, m) {
   m.doc() = "herd's worker session (use herd.torch)";
   static py::exception<std::runtime_error> error(m, "Error", PyExc_RuntimeError);
   SetErrorType(error.ptr());
+  // The defaults `herd worker` starts from (common/defaults.h): the package reads them here
+  // rather than writing them again.
+  py::dict defaults;
+  defaults["timeout_s"] = static_cast<double>(herd::defaults::kOperationTimeout.count());
+  defaults["start_timeout_s"] = static_cast<double>(herd::defaults::kStartTimeout.count());
+  defaults["wait_for_job"] = herd::defaults::FlagText(herd::defaults::kWaitForJob);
+  defaults["preempt_grace"] = herd::defaults::FlagText(herd::defaults::kPreemptionGrace);
+  m.attr("DEFAULTS") = defaults;
 
   py::class_<TensorArg>(m, "TensorArg")
       .def(

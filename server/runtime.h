@@ -21,6 +21,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "common/defaults.h"
 #include "scheduler/client/scheduler_client.h"
 #include "server/service.h"
 #include "server/shard_config.h"
@@ -39,11 +40,11 @@ struct ShardOptions {
   int shard = -1;         // requested shard id (-1: the scheduler's choice)
   std::string port_file;  // the bound port is written there once serving
   std::chrono::milliseconds register_timeout{std::chrono::seconds(60)};
-  std::chrono::milliseconds wait_for_job{std::chrono::minutes(5)};
+  std::chrono::milliseconds wait_for_job{defaults::kWaitForJob};
   std::chrono::milliseconds start_timeout{std::chrono::minutes(5)};  // the job to run
   // SIGTERM while the job runs: the job checkpoints and stops (preemption); the shard serves
   // until it has, at most this long.
-  std::chrono::milliseconds preempt_grace{std::chrono::seconds(60)};
+  std::chrono::milliseconds preempt_grace{defaults::kPreemptionGrace};
 };
 
 // Runs the shard until its job ends or a stop signal arrives. SIGINT and SIGTERM must be

@@ -31,6 +31,7 @@
 #include "checkpoint/state.h"
 #include "checkpoint/state_source.h"
 #include "common/cancel_token.h"
+#include "common/defaults.h"
 #include "common/timeline.h"
 #include "herd/v1/job.pb.h"
 #include "transport/communicator.h"
@@ -65,8 +66,8 @@ struct ExecutorContext {
   std::vector<ModelTensor> tensors;         // forward (registration) order
   optim::OptimizerConfig optimizer;         // applied locally by the collective modes
   FusionSettings fusion;
-  std::chrono::milliseconds timeout{std::chrono::seconds(120)};  // every wait
-  Timeline* timeline = nullptr;                                  // may be null
+  std::chrono::milliseconds timeout{defaults::kOperationTimeout};  // every wait
+  Timeline* timeline = nullptr;                                    // may be null
   // Parameter-server modes: how to reach the shards (the token, and TLS with these PEM roots,
   // empty: the system's).
   std::string ps_token;

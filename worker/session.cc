@@ -441,7 +441,10 @@ absl::StatusOr<optim::OptimizerConfig> Session::JobOptimizer() const {
 }
 
 bool Session::OptimizerOnShards(std::string_view mode) {
-  return mode == "ps_sync" || mode == "ps_async";
+  // Where the shards keep the optimizer's slots they apply it (ps_sync, ps_async); ps_ec's
+  // workers keep theirs and step themselves.
+  const plan::ModeInfo* info = plan::FindMode(mode);
+  return info != nullptr && info->server_state.contains(plan::State::kOptimizerSlots);
 }
 
 absl::Status Session::EndIteration(const StepStats& step) {

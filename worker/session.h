@@ -54,6 +54,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "common/defaults.h"
 #include "common/timeline.h"
 #include "herd/v1/scheduler.pb.h"
 #include "scheduler/client/scheduler_client.h"
@@ -75,9 +76,9 @@ struct SessionOptions {
   std::string host = "127.0.0.1";  // where peers reach this process (informational today)
   std::optional<int> rank;         // requested rank (default: the lowest free one)
   transport::Backend transport = transport::Backend::kUcx;
-  std::chrono::milliseconds timeout{std::chrono::seconds(120)};        // every collective wait
-  std::chrono::milliseconds start_timeout{std::chrono::seconds(120)};  // the others to register
-  std::chrono::milliseconds wait_for_job{std::chrono::minutes(5)};     // the job to be submitted
+  std::chrono::milliseconds timeout{defaults::kOperationTimeout};    // every collective wait
+  std::chrono::milliseconds start_timeout{defaults::kStartTimeout};  // the others to register
+  std::chrono::milliseconds wait_for_job{defaults::kWaitForJob};     // the job to be submitted
   FusionSettings fusion;
   std::string timeline_dir;  // write <dir>/worker-<rank>.json (Chrome trace) when set
   // Serve this process's Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md) from
@@ -90,7 +91,7 @@ struct SessionOptions {
   // Set by the session while SIGTERM can be a preemption (registered in a job that has a
   // checkpoint directory, not finished); the handler lets SIGTERM kill the process otherwise.
   std::atomic<bool>* preemptible = nullptr;
-  std::chrono::milliseconds preempt_grace{std::chrono::seconds(60)};
+  std::chrono::milliseconds preempt_grace{defaults::kPreemptionGrace};
   // The parameter-server shards: TLS, with these PEM roots (empty: the system's). The token is
   // the scheduler's (one secret per cluster).
   bool server_tls = false;

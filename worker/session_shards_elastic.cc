@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "plan/modes.h"
 #include "worker/session.h"
 #include "worker/state_handover.h"
 #include "worker/watched_store.h"
@@ -26,6 +27,12 @@ namespace herd::worker {
 namespace {
 
 using Seconds = std::chrono::duration<double>;
+
+// The shards hold the model (ps_sync), so a joiner pulls it; or the workers do (ps_ec).
+bool ShardsHoldParameters(std::string_view mode) {
+  const plan::ModeInfo* info = plan::FindMode(mode);
+  return info != nullptr && info->server_state.contains(plan::State::kParameters);
+}
 
 }  // namespace
 
@@ -127,7 +134,7 @@ absl::Status Session::JoinOnShards(const herd::v1::Plan& plan) {
       rank_, options_.job, handed.iteration, round, plan.ranks_size(), bytes.size(), handed.source,
       handover_seconds_,
       handover_seconds_ > 0 ? static_cast<double>(bytes.size()) / 1e6 / handover_seconds_ : 0.0,
-      plan.mode().mode() == "ps_sync"
+      ShardsHoldParameters(plan.mode().mode())
           ? "; its executor pulls that round's parameters from the shards"
           : "; its own error-feedback residuals start at zero");
   return absl::OkStatus();

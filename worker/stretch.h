@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/defaults.h"
 #include "herd/v1/scheduler.pb.h"
 #include "transport/communicator.h"
 #include "transport/connect.h"
@@ -37,7 +38,7 @@ absl::StatusOr<StretchLayout> LayOutStretch(const herd::v1::Plan& plan, int job_
 struct StretchConnect {
   transport::Backend backend = transport::Backend::kUcx;
   std::shared_ptr<transport::Store> store;
-  std::chrono::milliseconds bootstrap_timeout{std::chrono::seconds(120)};
+  std::chrono::milliseconds bootstrap_timeout{defaults::kStartTimeout};
   // Elastic jobs: true once the job's membership moved past the plan's, when a peer builds
   // the newer communicator instead and this one is given up (worker/watched_store.h).
   std::function<bool()> moved_past;

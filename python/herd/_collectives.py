@@ -82,7 +82,7 @@ def _pg(call):
     global _group
     s = S._joined(call)
     if _group is None:
-        timeout = float(S._env("HERD_TIMEOUT_S", "120"))
+        timeout = float(S._setting("HERD_TIMEOUT", _herd.DEFAULTS["timeout_s"]))
         _group = _herd.create_process_group(
             dist.HashStore(), s.rank, s.size, timeout, "herd.collectives", [], s, True,
             0.0, S._env("HERD_CHECK_CALLS", "1") != "0")

@@ -19,6 +19,7 @@ import socket
 import sys
 import time
 import traceback
+import warnings
 
 import torch
 
@@ -38,6 +39,67 @@ def _env(name, default=""):
     return os.environ.get(name, default)
 
 
+# The settings `herd worker` also takes have one environment name for both front ends: its
+# flag's twin (`--timeout`: HERD_TIMEOUT; cli/env_twins.cc), so a pod configured for one is
+# configured for the other. The names this package read before still work, with a warning.
+RENAMED = {
+    "HERD_TIMEOUT": "HERD_TIMEOUT_S",
+    "HERD_START_TIMEOUT": "HERD_START_TIMEOUT_S",
+    "HERD_WAIT_FOR_JOB": "HERD_WAIT_FOR_JOB_S",
+    "HERD_FUSION_THRESHOLD": "HERD_FUSION_THRESHOLD_KIB",
+    "HERD_SCHEDULER_TLS": "HERD_TLS",
+    "HERD_SCHEDULER_CA": "HERD_TLS_CA",
+}
+
+
+def _setting(name, default=""):
+    """The value of setting `name`: its environment variable, else its old name's (warned)."""
+    if name in os.environ:
+        return os.environ[name]
+    old = RENAMED.get(name)
+    if old is not None and old in os.environ:
+        warnings.warn(f"{old} is the old name of {name} (the name `herd worker` reads too); "
+                      f"set {name} instead", FutureWarning, stacklevel=3)
+        value = os.environ[old]
+        # HERD_WAIT_FOR_JOB_S was seconds, possibly fractional; the new name is a duration
+        # as `herd worker --wait-for-job` takes it (300, 300s, 5m).
+        return f"{value}s" if old == "HERD_WAIT_FOR_JOB_S" else value
+    return default
+
+
+def _switch(name):
+    """A flag setting: on for 1, true, yes or on (as `herd worker`'s flags read it)."""
+    return _setting(name).strip().lower() in ("1", "true", "yes", "on")
+
+
+def options_from_env():
+    """The session's options as the environment gives them (without HERD_SCHEDULER/HERD_JOB
+    checks): what herd.init() passes to the session."""
+    return {
+        "scheduler": _env("HERD_SCHEDULER"),
+        "job": _env("HERD_JOB"),
+        "name": _env("HERD_NAME"),
+        "host": _env("HERD_HOST") or socket.gethostname(),
+        "rank": int(_env("HERD_RANK")) if _env("HERD_RANK") else None,
+        "token": _token(),
+        "tls": _switch("HERD_SCHEDULER_TLS"),
+        "tls_ca_file": _setting("HERD_SCHEDULER_CA"),
+        "transport": _env("HERD_TRANSPORT", "ucx"),
+        "timeout_s": float(_setting("HERD_TIMEOUT", _herd.DEFAULTS["timeout_s"])),
+        "start_timeout_s": float(_setting("HERD_START_TIMEOUT", _herd.DEFAULTS["start_timeout_s"])),
+        # Parsed as `herd worker --wait-for-job` parses it (300, 300s, 5m, 1h30m).
+        "wait_for_job": _setting("HERD_WAIT_FOR_JOB", _herd.DEFAULTS["wait_for_job"]),
+        "fusion_threshold_kib": int(_setting("HERD_FUSION_THRESHOLD", "4096")),
+        "tune_fusion": _switch("HERD_TUNE_FUSION"),
+        "timeline_dir": _env("HERD_TIMELINE"),
+        "metrics_listen": _env("HERD_METRICS_LISTEN"),
+        "server_tls": _switch("HERD_SERVER_TLS"),
+        "server_tls_ca_file": _env("HERD_SERVER_CA"),
+        # Parsed as `herd worker --preempt-grace` parses it (300, 300s, 5m, 1m30s).
+        "preempt_grace": _env("HERD_PREEMPT_GRACE", _herd.DEFAULTS["preempt_grace"]),
+    }
+
+
 def in_job():
     """Whether the environment names a herd job (HERD_SCHEDULER and HERD_JOB: `herd local --
     CMD`, herd's Kubernetes manifests)."""
@@ -55,9 +117,9 @@ def init():
     start_iteration(), state(), DistributedOptimizer, allreduce/broadcast, finish()), which
     raises herd.Error naming why when the job refuses it. Optional: HERD_NAME (the
     identity a restarted process takes its slot back with), HERD_RANK, HERD_TOKEN (or
-    HERD_TOKEN_FILE, a file holding it, as `herd worker --token-file`), HERD_TLS=1,
-    HERD_TLS_CA, HERD_SERVER_TLS=1, HERD_SERVER_CA (the shards' TLS), HERD_TRANSPORT
-    (ucx|nccl), HERD_THREADS (torch's intra-op threads), HERD_FUSION_THRESHOLD_KIB,
+    HERD_TOKEN_FILE, a file holding it, as `herd worker --token-file`), HERD_SCHEDULER_TLS=1,
+    HERD_SCHEDULER_CA, HERD_SERVER_TLS=1, HERD_SERVER_CA (the shards' TLS), HERD_TRANSPORT
+    (ucx|nccl), HERD_THREADS (torch's intra-op threads), HERD_FUSION_THRESHOLD (KiB),
     HERD_TUNE_FUSION=1, HERD_TIMELINE (a directory), HERD_METRICS_LISTEN (HOST:PORT: serve
     Prometheus metrics there, docs/metrics.md), HERD_PREEMPT_GRACE (SIGTERM: how long the job
     may take to checkpoint and stop, default 60s)."""
@@ -72,28 +134,7 @@ def init():
             "scheduler's address and the job's name")
     if _env("HERD_THREADS"):
         torch.set_num_threads(int(_env("HERD_THREADS")))
-    options = {
-        "scheduler": scheduler,
-        "job": job,
-        "name": _env("HERD_NAME"),
-        "host": _env("HERD_HOST") or socket.gethostname(),
-        "rank": int(_env("HERD_RANK")) if _env("HERD_RANK") else None,
-        "token": _token(),
-        "tls": _env("HERD_TLS") == "1",
-        "tls_ca_file": _env("HERD_TLS_CA"),
-        "transport": _env("HERD_TRANSPORT", "ucx"),
-        "timeout_s": float(_env("HERD_TIMEOUT_S", "120")),
-        "start_timeout_s": float(_env("HERD_START_TIMEOUT_S", "120")),
-        "wait_for_job_s": float(_env("HERD_WAIT_FOR_JOB_S", "300")),
-        "fusion_threshold_kib": int(_env("HERD_FUSION_THRESHOLD_KIB", "4096")),
-        "tune_fusion": _env("HERD_TUNE_FUSION") == "1",
-        "timeline_dir": _env("HERD_TIMELINE"),
-        "metrics_listen": _env("HERD_METRICS_LISTEN"),
-        "server_tls": _env("HERD_SERVER_TLS") == "1",
-        "server_tls_ca_file": _env("HERD_SERVER_CA"),
-        # Parsed as `herd worker --preempt-grace` parses it (300, 300s, 5m, 1m30s).
-        "preempt_grace": _env("HERD_PREEMPT_GRACE", "60s"),
-    }
+    options = options_from_env()
     _session = _herd.Session(options)
     _install_exit_handlers()
 
@@ -171,7 +212,8 @@ def _local_view():
     if _local is None:
         s = _joined("herd.local_rank()")
         # Every worker's host once every worker registered (the job starts with all of them).
-        deadline = time.monotonic() + float(_env("HERD_START_TIMEOUT_S", "120"))
+        deadline = time.monotonic() + float(
+            _setting("HERD_START_TIMEOUT", _herd.DEFAULTS["start_timeout_s"]))
         while True:
             members = s.members()
             if all(name for _r, name, _h, _a in members) or time.monotonic() > deadline:

@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "algorithms/sparse/sparse_allreduce.h"
 #include "common/status.h"
+#include "plan/modes.h"
 #include "worker/executor_state.h"
 #include "worker/executors/bucket_reduce_executor.h"
 #include "worker/executors/catch_up_adam.h"
@@ -17,8 +18,6 @@
 
 namespace herd::worker {
 namespace {
-
-constexpr double kDefaultDensity = 0.01;
 
 // The number of SparDL teams the plan asks for, checked against the communicator: the
 // algorithm forms teams of consecutive ranks, so the plan's must be those.
@@ -122,7 +121,10 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeSparseExecutor(const ExecutorConte
     HERD_ASSIGN_OR_RETURN(teams, TeamsOf(context));
   }
   const bool spardl = mode == "sparse";
-  const double d = density > 0 ? density : kDefaultDensity;
+  // 0: the mode registry's default (plan/modes.h), the one the scheduler documents.
+  const plan::ModeInfo* info = plan::FindMode(mode);
+  if (info == nullptr) return absl::InvalidArgumentError(absl::StrFormat("no mode %s", mode));
+  const double d = density > 0 ? density : info->defaults.density;
   auto state = std::make_shared<State>();
   if (context.optimizer.kind == optim::OptimizerConfig::Kind::kAdam) {
     state->adam = std::make_unique<CatchUpAdam>(context.optimizer, context.tensors);
