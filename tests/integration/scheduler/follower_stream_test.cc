@@ -22,6 +22,7 @@
 #include "scheduler/client/follower.h"
 #include "scheduler/client/scheduler_client.h"
 #include "tests/integration/scheduler/scheduler_process.h"
+#include "tests/integration/scheduler/scheduler_with_client.h"
 
 namespace herd::scheduler {
 namespace {
@@ -29,30 +30,9 @@ namespace {
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 
-class FollowerStream : public ::testing::Test {
+class FollowerStream : public testing::SchedulerWithClient {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("herd_follower_stream_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    scheduler_.Start((dir_ / "scheduler").string(), 0);
-    ClientOptions o;
-    o.address = scheduler_.address();
-    auto c = SchedulerClient::Connect(o);
-    ASSERT_TRUE(c.ok()) << c.status();
-    client_ = *std::move(c);
-  }
-  void TearDown() override {
-    if (HasFailure()) std::cerr << "scheduler log:\n" << scheduler_.log() << "\n";
-    scheduler_.Stop(SIGKILL);
-    fs::remove_all(dir_);
-  }
-
-  fs::path dir_;
-  testing::SchedulerProcess scheduler_;
-  std::unique_ptr<SchedulerClient> client_;
+  FollowerStream() : SchedulerWithClient("herd_follower_stream_") {}
 };
 
 TEST_F(FollowerStream, AWriteTakenBeforeTheStreamEndedIsDroppedNotStartedOnTheEndedCall) {
