@@ -35,6 +35,7 @@
 #include "common/reduce.h"
 #include "python/c10d/collective_check.h"
 #include "python/c10d/create.h"
+#include "python/c10d/staging.h"
 #include "python/c10d/torch_seam.h"
 #include "transport/connect.h"
 #include "worker/session.h"
@@ -533,9 +534,7 @@ class ProcessGroupHerd final : public BackendBase {
     return Enqueue(OpType::ALLREDUCE_COALESCED, "herd:all_reduce_coalesced", tensors, tensors,
                    Call("allreduce_coalesced(" + OpName(op) + ")", Shapes(tensors)), opts.timeout,
                    [=, this](Deadline d) {
-                     std::vector<at::Tensor> flat;
-                     for (const at::Tensor& t : tensors) flat.push_back(t.reshape({-1}));
-                     at::Tensor buf = at::cat(flat);
+                     at::Tensor buf = Concatenated(tensors);
                      AllReduceInPlace(buf, op, d);
                      int64_t at = 0;
                      for (const at::Tensor& t : tensors) {
@@ -592,7 +591,7 @@ class ProcessGroupHerd final : public BackendBase {
     return Enqueue(
         OpType::ALLGATHER, "herd:all_gather", outs, inputs, Call("allgather", Shape(in)),
         opts.timeout, [=, this](Deadline d) {
-          at::Tensor flat = at::empty({size_ * in.numel()}, in.options());
+          at::Tensor flat = staging_.Take(size_ * in.numel(), in.options());
           flat.narrow(0, rank_ * in.numel(), in.numel()).copy_(in.reshape({-1}));
           AllGatherInPlace(flat, d);
           for (int r = 0; r < size_; ++r) {
@@ -646,7 +645,7 @@ class ProcessGroupHerd final : public BackendBase {
     return Enqueue(OpType::ALLGATHER_COALESCED, "herd:all_gather_coalesced", all_outputs, inputs,
                    Call("allgather_coalesced", Shapes(inputs)), opts.timeout,
                    [=, this](Deadline d) {
-                     at::Tensor flat = at::empty({size_ * per_rank}, inputs[0].options());
+                     at::Tensor flat = staging_.Take(size_ * per_rank, inputs[0].options());
                      int64_t at = rank_ * per_rank;
                      for (const at::Tensor& t : inputs) {
                        flat.narrow(0, at, t.numel()).copy_(t.reshape({-1}));
@@ -781,9 +780,7 @@ class ProcessGroupHerd final : public BackendBase {
     return Enqueue(OpType::REDUCE_SCATTER, "herd:reduce_scatter", outputs, ins,
                    Call("reduce_scatter(" + OpName(op) + ")", Shape(out)), opts.timeout,
                    [=, this](Deadline d) {
-                     std::vector<at::Tensor> flat;
-                     for (const at::Tensor& i : ins) flat.push_back(i.reshape({-1}));
-                     at::Tensor buf = at::cat(flat);
+                     at::Tensor buf = Concatenated(ins);
                      ReduceScatterInPlace(buf, op, d);
                      out.copy_(buf.narrow(0, rank_ * out.numel(), out.numel()).view(out.sizes()));
                    });
@@ -804,7 +801,8 @@ class ProcessGroupHerd final : public BackendBase {
                    Call("_reduce_scatter_base(" + OpName(op) + ")", Shape(in)), opts.timeout,
                    [=, this](Deadline d) {
                      // herd's reduce-scatter works in place; torch's input stays as it was.
-                     at::Tensor buf = in.reshape({-1}).clone();
+                     at::Tensor buf = staging_.Take(in.numel(), in.options());
+                     buf.copy_(in.reshape({-1}));
                      ReduceScatterInPlace(buf, op, d);
                      out.copy_(buf.narrow(0, rank_ * out.numel(), out.numel()).view(out.sizes()));
                    });
@@ -1199,6 +1197,19 @@ class ProcessGroupHerd final : public BackendBase {
     buf.view({-1}).copy_(Fold(all, op, buf.scalar_type()));
   }
 
+  // The tensors end to end in the staging buffer (one dtype: CheckList).
+  at::Tensor Concatenated(const std::vector<at::Tensor>& tensors) {
+    int64_t total = 0;
+    for (const at::Tensor& t : tensors) total += t.numel();
+    at::Tensor buf = staging_.Take(total, tensors[0].options());
+    int64_t at = 0;
+    for (const at::Tensor& t : tensors) {
+      buf.narrow(0, at, t.numel()).copy_(t.reshape({-1}));
+      at += t.numel();
+    }
+    return buf;
+  }
+
   void AllGatherInPlace(const at::Tensor& flat, Deadline d) {
     collectives::AllGatherOptions o;
     Fill(o, flat, d);
@@ -1342,6 +1353,7 @@ class ProcessGroupHerd final : public BackendBase {
   const bool check_calls_;
   std::unique_ptr<Liveness> liveness_;
   std::vector<CallDescriptor> last_calls_;  // the worker thread's
+  Staging staging_;                         // the worker thread's
 
   std::mutex mu_;
   std::condition_variable cv_;

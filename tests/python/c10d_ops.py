@@ -181,6 +181,22 @@ def main():
     for q in range(P):
         expect(outs[q][0], torch.full((2,), float(q)), "all_gather_coalesced")
         expect(outs[q][1], torch.full((3,), float(-q)), "all_gather_coalesced")
+    # List-form calls share the group's staging buffer: a large one, then smaller ones of other
+    # dtypes, all queued before any is waited on, each with its own result.
+    big = [torch.zeros(1000, dtype=torch.float64) for _ in range(P)]
+    small = [torch.zeros(3, dtype=torch.int16) for _ in range(P)]
+    piece = torch.zeros(5, dtype=torch.float16)
+    works = [dist.all_gather(big, value(r, 1000, torch.float64), async_op=True),
+             dist.all_gather(small, value(r, 3, torch.int16, salt=1), async_op=True),
+             dist.reduce_scatter(piece, [value(r, 5, torch.float16, salt=q) for q in range(P)],
+                                 async_op=True)]
+    for w in works:
+        w.wait()
+    for q in range(P):
+        expect(big[q], value(q, 1000, torch.float64), "all_gather after staging grew")
+        expect(small[q], value(q, 3, torch.int16, salt=1), "all_gather in a grown staging")
+    expect(piece, torch.stack([value(q, 5, torch.int64, salt=r) for q in range(P)]).sum(0)
+           .to(torch.float16), "reduce_scatter in a grown staging")
     # objects, a subgroup, futures, barrier
     objs = [None] * P
     dist.all_gather_object(objs, {"rank": r})
