@@ -116,6 +116,10 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--out", default="")
+    p.add_argument("--no-exchange", action="store_true",
+                   help="benchmarks only: DDP's gradient exchange replaced by a hook that keeps "
+                        "the local gradient (the replicas drift): the iteration without "
+                        "communication, under the same load of P processes")
     args = p.parse_args()
 
     if args.threads:
@@ -131,6 +135,12 @@ def main():
     loader = DataLoader(train, batch_size=args.batch_size, sampler=sampler, drop_last=True)
 
     model = DDP(ConvNet() if args.model == "cnn" else WideMlp())
+    if args.no_exchange:
+        def keep_local(_, bucket):
+            fut = torch.futures.Future()
+            fut.set_result(bucket.buffer())
+            return fut
+        model.register_comm_hook(None, keep_local)
     opt = torch.optim.AdamW(param_groups(model, args.weight_decay), lr=args.lr)
     steps = args.epochs * len(loader)
     if args.max_iterations:
