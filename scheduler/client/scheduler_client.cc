@@ -325,6 +325,14 @@ class GrpcSchedulerClient final : public SchedulerClient {
 
 absl::StatusOr<std::unique_ptr<SchedulerClient>> SchedulerClient::Connect(
     const ClientOptions& options) {
+  // gRPC stays initialised for the process's life: otherwise the last client's destruction
+  // shuts the library down on a thread of its own while a later client may be starting, and
+  // that shutdown aborted in grpc_cq_internal_unref ('prior > 0') at a test's teardown.
+  static const bool kept = [] {
+    grpc_init();
+    return true;
+  }();
+  (void)kept;
   if (options.address.empty()) {
     return absl::InvalidArgumentError("no scheduler address: pass --scheduler HOST:PORT");
   }
