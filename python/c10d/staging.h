@@ -31,9 +31,6 @@ class Staging {
     return at::from_blob(buffer_.data_ptr(), {numel}, like.device(at::kCPU));
   }
 
-  // Bytes held (for the docs' memory figure and the tests).
-  int64_t held() const { return buffer_.defined() ? buffer_.numel() : 0; }
-
  private:
   at::Tensor buffer_;  // bytes
 };
