@@ -9,9 +9,8 @@
 #include "absl/strings/str_format.h"
 #include "checkpoint/catalog.h"
 #include "checkpoint/describe.h"
-#include "checkpoint/export.h"
 #include "checkpoint/reader.h"
-#include "checkpoint/torch/save_torch.h"
+#include "cli/checkpoint_export.h"
 #include "cli/command.h"
 #include "common/printable.h"
 
@@ -129,27 +128,8 @@ class CheckpointCommand final : public Command {
     return kExitOk;
   }
 
-  int Export() {
-    // A named checkpoint is verified whole first (a directory is, by OpenCheckpoint), so no
-    // model is exported from a checkpoint with any damage.
-    if (checkpoint::IsCheckpointPath(PosixEnv(), path_)) {
-      absl::Status s = checkpoint::VerifyCheckpoint(PosixEnv(), path_);
-      if (!s.ok()) return Fail("export", s);
-    }
-    auto reader = checkpoint::OpenCheckpoint(PosixEnv(), path_);
-    if (!reader.ok()) return Fail("export", reader.status());
-    for (const auto& why : (*reader)->skipped()) std::fprintf(stderr, "skipped %s\n", why.c_str());
-    auto tensors = checkpoint::ModelParameters(**reader);
-    if (!tensors.ok()) return Fail("export", tensors.status());
-    absl::Status s = checkpoint::SaveTorchStateDict(PosixEnv(), *tensors, out_);
-    if (!s.ok()) return Fail("export", s);
-    int64_t elements = 0;
-    for (const auto& t : *tensors) elements += static_cast<int64_t>(t.values.size());
-    std::printf("exported %d tensors (%lld parameters) of checkpoint %s to %s\n",
-                static_cast<int>(tensors->size()), static_cast<long long>(elements),
-                (*reader)->path().c_str(), out_.c_str());
-    return kExitOk;
-  }
+  // herd-torch writes the file (cli/checkpoint_export.h); `herd` hands this subcommand over.
+  int Export() { return ExportModel(path_, out_); }
 
   CLI::App* list_ = nullptr;
   CLI::App* verify_ = nullptr;

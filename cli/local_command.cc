@@ -36,10 +36,12 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "cli/command.h"
+#include "cli/executables.h"
 #include "cli/local/metrics_targets.h"
 #include "cli/local/process_names.h"
 #include "cli/local/progress.h"
 #include "cli/mode_options.h"
+#include "cli/torch_commands.h"
 #include "common/child_processes.h"
 #include "common/defaults.h"
 #include "common/json.h"
@@ -387,7 +389,7 @@ class LocalCommand final : public Command {
         "--port-file", port_file};
     AddServing(args);
     AddMetrics("scheduler", args);
-    auto st = children_.StartSelf("scheduler", args, LogOf("scheduler"));
+    auto st = children_.StartHerd(SiblingExecutable(kHerdExecutable), "scheduler", args, LogOf("scheduler"));
     if (!st.ok()) return st;
     const auto deadline = std::chrono::steady_clock::now() + 30s;
     while (std::chrono::steady_clock::now() < deadline) {
@@ -456,7 +458,7 @@ class LocalCommand final : public Command {
       AddServing(args);
       AddClientOf("scheduler", args);
       AddMetrics(name, args);
-      auto st = children_.StartSelf(name, args, LogOf(name));
+      auto st = children_.StartHerd(SiblingExecutable(kHerdExecutable), name, args, LogOf(name));
       if (!st.ok()) return Fail(st);
       shard_children_.push_back(name);
     }
@@ -496,7 +498,7 @@ class LocalCommand final : public Command {
       AddClientOf("scheduler", args);
       AddClientOf("server", args);
       AddMetrics(name, args);
-      return command_.empty() ? children_.StartSelf(name, args, log)
+      return command_.empty() ? children_.StartHerd(SiblingExecutable(kTorchExecutable), name, args, log)
                               : StartProgram(name, w, *address, cores, log);
     };
     for (int w = 0; w < workers_; ++w) {
@@ -940,9 +942,8 @@ class LocalCommand final : public Command {
   ChildProcesses children_;
 };
 
-HERD_REGISTER_COMMAND(LocalCommand, "local", 5,
-                      "Train a job on this machine: scheduler, servers and workers as child "
-                      "processes, with live progress");
+HERD_REGISTER_COMMAND(LocalCommand, kLocalCommand.name, kLocalCommand.order,
+                      kLocalCommand.description);
 
 }  // namespace
 }  // namespace herd::cli

@@ -102,7 +102,7 @@ class SchedulerCommand : public Command {
     pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
     if (!metrics_listen_.empty()) {
-      auto endpoint = metrics::StartProcessEndpoint(metrics_listen_);
+      auto endpoint = metrics::StartProcessEndpoint(metrics_listen_, metrics::Role::kScheduler);
       if (!endpoint.ok()) return Fail(endpoint.status());
       Log().info("scheduler: metrics at {}", (*endpoint)->url());
     }

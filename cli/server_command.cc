@@ -152,7 +152,7 @@ class ServerCommand : public Command {
     pthread_sigmask(SIG_BLOCK, &stop, nullptr);
     // After the mask: the HTTP server's threads inherit it.
     if (!metrics_listen_.empty()) {
-      auto endpoint = metrics::StartProcessEndpoint(metrics_listen_);
+      auto endpoint = metrics::StartProcessEndpoint(metrics_listen_, metrics::Role::kShard);
       if (!endpoint.ok()) return Fail(endpoint.status());
       Log().info("server: metrics at {}", (*endpoint)->url());
     }

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_format.h"
 #include "cli/command.h"
+#include "cli/torch_commands.h"
 #include "common/defaults.h"
 #include "common/logging.h"
 #include "proto/rpc/grpc_support.h"
@@ -203,8 +204,8 @@ class WorkerCommand final : public Command {
   std::string preempt_grace_ = defaults::FlagText(defaults::kPreemptionGrace);
 };
 
-HERD_REGISTER_COMMAND(WorkerCommand, "worker", 40,
-                      "One training process of a job: trains its shard in the job's mode");
+HERD_REGISTER_COMMAND(WorkerCommand, kWorkerCommand.name, kWorkerCommand.order,
+                      kWorkerCommand.description);
 
 }  // namespace
 }  // namespace herd::cli

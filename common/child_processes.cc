@@ -159,12 +159,12 @@ absl::StatusOr<size_t> ChildProcesses::Start(ChildSpec spec) {
   return children_.size() - 1;
 }
 
-absl::Status ChildProcesses::StartSelf(const std::string& name,
+absl::Status ChildProcesses::StartHerd(const std::string& exe, const std::string& name,
                                        const std::vector<std::string>& args,
                                        const std::string& log_path) {
   ChildSpec spec{.name = name,
                  .argv = {"herd"},
-                 .exe = "/proc/self/exe",
+                 .exe = exe,
                  .log_path = log_path,
                  .death_signal = SIGTERM};
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());

@@ -56,9 +56,10 @@ class ChildProcesses {
 
   // Starts a child; returns its index (0, 1, ... in start order).
   absl::StatusOr<size_t> Start(ChildSpec spec);
-  // `herd <args...>` from this very executable, as `name`, output to `log_path`.
-  absl::Status StartSelf(const std::string& name, const std::vector<std::string>& args,
-                         const std::string& log_path);
+  // `herd <args...>` run by executable `exe` (one of herd's own), as `name`, output to
+  // `log_path`.
+  absl::Status StartHerd(const std::string& exe, const std::string& name,
+                         const std::vector<std::string>& args, const std::string& log_path);
 
   // A child that ended and was not reported yet (without waiting), if any. A child that ended
   // also takes down what it left in its process group.

@@ -101,6 +101,7 @@ struct Endpoint::Callbacks {
       return Queue(c, MHD_HTTP_NOT_FOUND, "text/plain", kHelp);
     }
     // MHD leaves the body out of a HEAD answer and keeps its Content-Length.
+    UpdateUptime();
     return Queue(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
                  prometheus::TextSerializer().Serialize(SharedRegistry()->Collect()));
   }
@@ -209,7 +210,7 @@ void Endpoint::Sweep() {
   }
 }
 
-absl::StatusOr<const Endpoint*> StartProcessEndpoint(const std::string& listen) {
+absl::StatusOr<const Endpoint*> StartProcessEndpoint(const std::string& listen, Role role) {
   static std::mutex mu;
   static Endpoint* started = nullptr;  // never destroyed: see the header
   std::lock_guard<std::mutex> lock(mu);
@@ -218,6 +219,7 @@ absl::StatusOr<const Endpoint*> StartProcessEndpoint(const std::string& listen) 
         absl::StrFormat("--metrics-listen %s: this process already serves its metrics at %s",
                         listen, started->url()));
   }
+  RegisterProcess(role);
   auto endpoint = Endpoint::Start(listen);
   if (!endpoint.ok()) return endpoint.status();
   started = endpoint->release();

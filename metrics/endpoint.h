@@ -28,6 +28,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "metrics/process_info.h"
 
 struct MHD_Daemon;
 struct MHD_Connection;
@@ -81,8 +82,9 @@ class Endpoint {
 
 // The process's endpoint: Start, kept until the process exits (never destroyed, so no exit
 // path waits for its thread). What a role calls for --metrics-listen; a second call is
-// FAILED_PRECONDITION naming the first address.
-absl::StatusOr<const Endpoint*> StartProcessEndpoint(const std::string& listen);
+// FAILED_PRECONDITION naming the first address. Registers the process as `role` first
+// (process_info.h), so the first scrape already has its build, up-time and families.
+absl::StatusOr<const Endpoint*> StartProcessEndpoint(const std::string& listen, Role role);
 
 // Checks "HOST:PORT" as Start takes it; returns the address in the form the HTTP server binds
 // ("127.0.0.1:9100", "[::1]:0": `localhost` becomes 127.0.0.1).

@@ -41,7 +41,8 @@ entry=$(podman image inspect --format '{{json .Config.Entrypoint}}' "$image")
 [ -n "$user" ] && [ "${user%%:*}" != 0 ] && [ "${user%%:*}" != root ] || fail "image user is '$user'"
 [ "$entry" = '["/usr/local/bin/herd"]' ] || fail "entrypoint is $entry"
 version=$(run --rm "$image" --version)
-missing=$(run --rm --entrypoint ldd "$image" /usr/local/bin/herd | grep -c "not found" || true)
+missing=$(run --rm --entrypoint sh "$image" -c 'ldd /usr/local/bin/herd /usr/local/bin/herd-torch' |
+          grep -c "not found" || true)
 [ "$missing" = 0 ] || fail "$missing libraries not found by ldd"
 if run --rm --entrypoint sh "$image" -c 'command -v c++ || command -v gcc || command -v cmake'; then
   fail "a compiler or cmake is in the runtime image"

@@ -65,7 +65,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(SessionOptions options) {
   }
   if (!options.metrics_listen.empty()) {
     HERD_ASSIGN_OR_RETURN(const metrics::Endpoint* endpoint,
-                          metrics::StartProcessEndpoint(options.metrics_listen));
+                          metrics::StartProcessEndpoint(options.metrics_listen, metrics::Role::kWorker));
     Log().info("worker '{}': metrics at {}", options.name, endpoint->url());
   }
   HERD_ASSIGN_OR_RETURN(std::unique_ptr<scheduler::SchedulerClient> client,
