@@ -380,7 +380,9 @@ class LocalCommand final : public Command {
     }
   }
 
-  // Starts the scheduler and reads its port.
+  // Starts the scheduler and reads its port. The scheduler and the shards run as `herd`, the
+  // workers as herd-torch (this executable): only the workers load libtorch
+  // (cli/executables.h).
   absl::StatusOr<std::string> StartScheduler() {
     const std::string port_file = Path("scheduler.port");
     fs::remove(port_file);
@@ -389,7 +391,8 @@ class LocalCommand final : public Command {
         "--port-file", port_file};
     AddServing(args);
     AddMetrics("scheduler", args);
-    auto st = children_.StartHerd(SiblingExecutable(kHerdExecutable), "scheduler", args, LogOf("scheduler"));
+    auto st = children_.StartHerd(SiblingExecutable(kHerdExecutable), "scheduler", args,
+                                  LogOf("scheduler"));
     if (!st.ok()) return st;
     const auto deadline = std::chrono::steady_clock::now() + 30s;
     while (std::chrono::steady_clock::now() < deadline) {
@@ -498,8 +501,9 @@ class LocalCommand final : public Command {
       AddClientOf("scheduler", args);
       AddClientOf("server", args);
       AddMetrics(name, args);
-      return command_.empty() ? children_.StartHerd(SiblingExecutable(kTorchExecutable), name, args, log)
-                              : StartProgram(name, w, *address, cores, log);
+      return command_.empty()
+                 ? children_.StartHerd(SiblingExecutable(kTorchExecutable), name, args, log)
+                 : StartProgram(name, w, *address, cores, log);
     };
     for (int w = 0; w < workers_; ++w) {
       auto st = start_worker(w, LogOf(LocalWorkerName(w)));

@@ -21,8 +21,9 @@ class ForwardedCommand final : public Command {
 };
 
 CommandInfo Forwarded(const TorchCommand& c) {
-  return CommandInfo{c.name, c.description, c.order,
-                     []() -> std::unique_ptr<Command> { return std::make_unique<ForwardedCommand>(); }};
+  return CommandInfo{c.name, c.description, c.order, []() -> std::unique_ptr<Command> {
+                       return std::make_unique<ForwardedCommand>();
+                     }};
 }
 
 [[maybe_unused]] const CommandRegistrar forwarded_local{Forwarded(kLocalCommand)};

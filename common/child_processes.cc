@@ -162,11 +162,8 @@ absl::StatusOr<size_t> ChildProcesses::Start(ChildSpec spec) {
 absl::Status ChildProcesses::StartHerd(const std::string& exe, const std::string& name,
                                        const std::vector<std::string>& args,
                                        const std::string& log_path) {
-  ChildSpec spec{.name = name,
-                 .argv = {"herd"},
-                 .exe = exe,
-                 .log_path = log_path,
-                 .death_signal = SIGTERM};
+  ChildSpec spec{
+      .name = name, .argv = {"herd"}, .exe = exe, .log_path = log_path, .death_signal = SIGTERM};
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   return Start(std::move(spec)).status();
 }

@@ -84,9 +84,9 @@ void RegisterProcess(Role role) {
 }
 
 void UpdateUptime() {
-  Uptime().Set(std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                             ProcessStart().steady)
-                   .count());
+  Uptime().Set(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - ProcessStart().steady)
+          .count());
 }
 
 }  // namespace herd::metrics

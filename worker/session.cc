@@ -64,8 +64,9 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(SessionOptions options) {
     Log().debug("worker '{}': {}", options.name, memory);
   }
   if (!options.metrics_listen.empty()) {
-    HERD_ASSIGN_OR_RETURN(const metrics::Endpoint* endpoint,
-                          metrics::StartProcessEndpoint(options.metrics_listen, metrics::Role::kWorker));
+    HERD_ASSIGN_OR_RETURN(
+        const metrics::Endpoint* endpoint,
+        metrics::StartProcessEndpoint(options.metrics_listen, metrics::Role::kWorker));
     Log().info("worker '{}': metrics at {}", options.name, endpoint->url());
   }
   HERD_ASSIGN_OR_RETURN(std::unique_ptr<scheduler::SchedulerClient> client,

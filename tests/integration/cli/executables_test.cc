@@ -42,9 +42,9 @@ TEST(Executables, ControlCommandsRunWithoutLibtorchAndWorkersRunInHerdTorchUnder
   scheduler.Start(dir->path() + "/scheduler", 0);
 
   // A worker waiting for a job that is not submitted yet: herd execs herd-torch, same pid.
-  const pid_t worker = SpawnHerd({"worker", "--scheduler", scheduler.address(), "--job", "later",
-                                  "--wait-for-job", "60s"},
-                                 dir->path() + "/worker.log");
+  const pid_t worker = SpawnHerd(
+      {"worker", "--scheduler", scheduler.address(), "--job", "later", "--wait-for-job", "60s"},
+      dir->path() + "/worker.log");
   ASSERT_GT(worker, 0);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (!LoadsLibtorch(worker) && std::chrono::steady_clock::now() < deadline) {
@@ -59,9 +59,9 @@ TEST(Executables, ControlCommandsRunWithoutLibtorchAndWorkersRunInHerdTorchUnder
   // that keeps running (`herd scheduler`) never maps it.
   CliResult list = RunHerd({"job", "list", "--scheduler", scheduler.address()});
   EXPECT_EQ(list.rc, 0) << list.out;
-  const pid_t second = SpawnHerd({"scheduler", "--listen", "127.0.0.1:0", "--state",
-                                  dir->path() + "/second"},
-                                 dir->path() + "/second.log");
+  const pid_t second =
+      SpawnHerd({"scheduler", "--listen", "127.0.0.1:0", "--state", dir->path() + "/second"},
+                dir->path() + "/second.log");
   ASSERT_GT(second, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_EQ(ExecutableOf(second), "herd") << ReadFile(dir->path() + "/second.log");

@@ -60,9 +60,8 @@ TEST(FirstScrape, AnIdleSchedulerSaysWhatItIsAndSinceWhen) {
   ASSERT_TRUE(dir.ok());
   SchedulerProcess scheduler;
   scheduler.Start(dir->path() + "/scheduler", 0, {"--metrics-listen", "127.0.0.1:0"});
-  const auto now = std::chrono::duration<double>(
-                       std::chrono::system_clock::now().time_since_epoch())
-                       .count();
+  const auto now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   std::smatch m;
   const std::string log = scheduler.log();
   ASSERT_TRUE(std::regex_search(log, m, std::regex(R"(metrics at http://127\.0\.0\.1:(\d+))")))
@@ -90,10 +89,10 @@ TEST(FirstScrape, AShardWaitingForItsJobAlreadyAnswers) {
   SchedulerProcess scheduler;
   scheduler.Start(dir->path() + "/scheduler", 0);
   const std::string log = dir->path() + "/shard.log";
-  const pid_t shard = SpawnHerd({"server", "--scheduler", scheduler.address(), "--job", "later",
-                                 "--state", dir->path() + "/shard", "--metrics-listen",
-                                 "127.0.0.1:0"},
-                                log);
+  const pid_t shard =
+      SpawnHerd({"server", "--scheduler", scheduler.address(), "--job", "later", "--state",
+                 dir->path() + "/shard", "--metrics-listen", "127.0.0.1:0"},
+                log);
   ASSERT_GT(shard, 0);
   const std::optional<int> port = MetricsPort(log);
   ASSERT_TRUE(port.has_value()) << ReadFile(log);
