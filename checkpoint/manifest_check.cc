@@ -1,8 +1,11 @@
 #include "checkpoint/manifest_check.h"
 
 #include <algorithm>
+#include <charconv>
 #include <map>
+#include <optional>
 #include <set>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -152,6 +155,17 @@ absl::Status CheckDataPosition(const herd::v1::CheckpointFile& f, const std::str
   return absl::OkStatus();
 }
 
+// The rank of process `name` ("worker-3" with prefix "worker-": 3); nullopt for another
+// prefix or a malformed rank.
+std::optional<int> RankOf(std::string_view name, std::string_view prefix) {
+  if (!name.starts_with(prefix)) return std::nullopt;
+  const std::string_view digits = name.substr(prefix.size());
+  int rank = -1;
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), rank);
+  if (error != std::errc() || end != digits.data() + digits.size() || rank < 0) return std::nullopt;
+  return rank;
+}
+
 }  // namespace
 
 absl::Status CheckManifest(const herd::v1::CheckpointManifest& m, const std::string& path) {
@@ -203,9 +217,16 @@ absl::Status CheckCoverage(const herd::v1::CheckpointManifest& m, const std::str
   constexpr std::string_view kParam = "param/";
   for (int i = 0; i < m.files_size(); ++i) {
     const auto& f = m.files(i);
-    const bool worker = f.process().starts_with("worker-");
+    // Only what a resume and `export` read counts: fp32 parameters of the workers and shards
+    // the manifest counts (they look processes up by rank, below workers() and shards()).
+    const std::optional<int> worker = RankOf(f.process(), "worker-");
+    const std::optional<int> shard = RankOf(f.process(), "shard-");
+    if (!(worker.has_value() && *worker < m.workers()) &&
+        !(shard.has_value() && *shard < m.shards())) {
+      continue;
+    }
     for (const auto& e : f.extents()) {
-      if (!e.name().starts_with(kParam)) continue;
+      if (!e.name().starts_with(kParam) || e.dtype() != "fp32") continue;
       auto c = count.find(e.name().substr(kParam.size()));
       if (c == count.end()) continue;
       if (e.total() != c->second) {
@@ -215,7 +236,7 @@ absl::Status CheckCoverage(const herd::v1::CheckpointManifest& m, const std::str
       }
       Held& h = held[c->first];
       if (e.count() > 0) h.ranges.emplace_back(e.offset(), e.offset() + e.count());
-      if (worker) h.per_worker_file[i] += e.count();
+      if (worker.has_value()) h.per_worker_file[i] += e.count();
     }
   }
   for (const auto& t : m.layout()) {

@@ -21,7 +21,9 @@
 //     its data from), where it has one: integers in [0, kMaxElements].
 //
 // CheckCoverage is what `export` and a resume rely on besides: every tensor of the layout has
-// its parameters, whole, in the checkpoint (one worker's copy, or the shards' ranges together).
+// its parameters, whole, in the checkpoint (one worker's copy, or the shards' ranges together),
+// counting only what those readers read: fp32 extents of worker-0 .. worker-(workers-1) and
+// shard-0 .. shard-(shards-1).
 
 #include <cstdint>
 #include <string>

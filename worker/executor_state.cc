@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/status.h"
 #include "server/shard_extents.h"
 #include "worker/fused_buckets.h"
@@ -218,7 +219,7 @@ void ExportParams(checkpoint::ProcessState& out, const std::vector<ModelTensor>&
 }
 
 absl::Status ImportParams(const StateSource& from, ImportWhere where,
-                          const std::vector<ModelTensor>& tensors) {
+                          const std::vector<ModelTensor>& tensors, MissingParams missing) {
   const Reshard rule =
       ReadValue(from, kPerRankModels, where) ? Reshard::kAverage : Reshard::kReplicated;
   std::vector<std::vector<float>> read;
@@ -228,6 +229,11 @@ absl::Status ImportParams(const StateSource& from, ImportWhere where,
     HERD_ASSIGN_OR_RETURN(bool held,
                           ReadState(from, StateName("param", t.name), rule, where, read.back()));
     found.push_back(held);
+    if (!held && t.count > 0 && missing == MissingParams::kRefuse) {
+      return absl::DataLossError(absl::StrFormat(
+          "no worker or shard of the checkpoint holds the parameters of tensor '%s' (param/%s)",
+          t.name, t.name));
+    }
   }
   for (size_t t = 0; t < tensors.size(); ++t) {
     if (found[t]) std::memcpy(tensors[t].param, read[t].data(), tensors[t].count * sizeof(float));

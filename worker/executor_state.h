@@ -92,10 +92,15 @@ absl::Status GiveExecutorState(Executor& next, checkpoint::ProcessState state, i
 
 // The session's part: the parameters, "param/<t>". Decentralized modes mark their export
 // with the value kPerRankModels, and their parameters import by kAverage; every other mode's
-// by kReplicated. Tensors `from` does not hold keep their values; errors leave all unchanged.
+// by kReplicated. Errors leave all unchanged. A tensor `from` does not hold keeps its values
+// with kKeep (a handover in memory from an executor that holds only some), and is DATA_LOSS
+// naming it with kRefuse (a checkpoint resume: a model silently left at its initial values
+// would train on from scratch while reporting a resume).
 inline constexpr std::string_view kPerRankModels = "models_per_rank";
+enum class MissingParams { kKeep, kRefuse };
 void ExportParams(checkpoint::ProcessState& out, const std::vector<ModelTensor>& tensors);
 absl::Status ImportParams(const checkpoint::StateSource& from, ImportWhere where,
-                          const std::vector<ModelTensor>& tensors);
+                          const std::vector<ModelTensor>& tensors,
+                          MissingParams missing = MissingParams::kKeep);
 
 }  // namespace herd::worker

@@ -158,7 +158,7 @@ absl::Status CheckpointParticipant::ImportParameters(
   // Decentralized models differ between workers: at the same worker count each takes its own,
   // at another the average. Every other mode's parameters are replicated: any copy, unchanged.
   // (executor_state.h has the rules.)
-  if (auto st = ImportParams(*resume_, where, tensors); !st.ok()) {
+  if (auto st = ImportParams(*resume_, where, tensors, MissingParams::kRefuse); !st.ok()) {
     return absl::Status(st.code(),
                         absl::StrFormat("resuming from %s: %s", resume_->path(), st.message()));
   }

@@ -184,6 +184,17 @@ TEST_F(HostileCheckpoint, AWorkerCountFarBeyondTheFilesIsRefused) {
   EXPECT_THAT(v.out, HasSubstr("workers")) << v.out;
 }
 
+TEST_F(HostileCheckpoint, ParametersNoResumeReadsDoNotCountAsHeld) {
+  // A resume reads the parameters of worker-0 .. worker-(workers-1) (or the shards'), as
+  // fp32: a manifest counting no workers, whose files still hold every parameter, passed
+  // verify, and the resumed workers then kept their initial values, training from scratch
+  // while reporting a resume.
+  Resign(one_, [](herd::v1::CheckpointManifest& m) { m.set_workers(0); });
+  Finished v = RunWithin({"checkpoint", "verify", one_}, Log("verify"), 20);
+  EXPECT_EQ(v.rc, 1) << v.out;
+  EXPECT_THAT(v.out, HasSubstr("not whole")) << v.out;
+}
+
 TEST_F(HostileCheckpoint, ADataPositionOutsideAnyEpochIsRefusedByVerify) {
   // A resumed worker starts its data at these values: a negative epoch made it count its
   // iterations forever, a negative offset index before its samples.

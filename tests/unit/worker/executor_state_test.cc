@@ -631,5 +631,26 @@ TEST(ImportTest, AnotherLengthIsRefusedAndNothingChanges) {
   ASSERT_TRUE(st.ok()) << st;
 }
 
+// A checkpoint resume (MissingParams::kRefuse) that finds no copy of a tensor's parameters is
+// DATA_LOSS naming it and changes nothing; a handover in memory (kKeep) keeps its values.
+TEST(ReshardTest, AResumeWithoutSomeTensorsParametersIsRefusedAndChangesNothing) {
+  Model m;
+  ProcessState partial;
+  partial.process = checkpoint::WorkerProcess(0);
+  std::vector<float> zeros(kCounts[0], 0.0f);
+  checkpoint::AddExtent(partial, "param/t0", static_cast<int64_t>(kCounts[0]), 0,
+                        std::span<const float>(zeros));
+  const std::vector<std::vector<float>> before = m.params;
+  std::vector<ProcessState> one = {partial};
+  const MemoryStateSource source(std::move(one), 1);
+  absl::Status refused = ImportParams(source, {0, 1}, m.tensors, MissingParams::kRefuse);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kDataLoss) << refused;
+  EXPECT_NE(refused.message().find("'t1'"), std::string::npos) << refused;
+  EXPECT_EQ(m.params, before);
+  ASSERT_TRUE(ImportParams(source, {0, 1}, m.tensors, MissingParams::kKeep).ok());
+  EXPECT_EQ(m.params[0], zeros);
+  EXPECT_EQ(m.params[1], before[1]);
+}
+
 }  // namespace
 }  // namespace herd::worker
