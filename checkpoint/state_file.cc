@@ -175,44 +175,51 @@ absl::Status VerifyStateFile(Env& env, const std::string& checkpoint_path,
     }
     extents.push_back(&e);
   }
+  // Empty extents hold no bytes: each checksum is that of nothing, checked here once, so that
+  // a manifest listing millions of them costs one pass over them, not one per chunk.
+  const herd::v1::CheckpointExtent* bad = nullptr;
+  const uint64_t of_nothing = StreamingChecksum().Digest();
+  std::erase_if(extents, [&](const herd::v1::CheckpointExtent* e) {
+    if (e->bytes() != 0) return false;
+    if (e->checksum() != of_nothing && bad == nullptr) bad = e;
+    return true;
+  });
   std::sort(extents.begin(), extents.end(),
             [](auto* a, auto* b) { return a->byte_offset() < b->byte_offset(); });
+  // The others share no byte (CheckManifest refuses overlaps; checked again here, since this
+  // pass relies on it): at most one is open at a time, so one running checksum serves them
+  // all and memory does not grow with their number.
+  for (size_t i = 1; i < extents.size(); ++i) {
+    if (extents[i]->byte_offset() < extents[i - 1]->byte_offset() + extents[i - 1]->bytes()) {
+      return absl::DataLossError(absl::StrFormat("%s: extents %s and %s overlap", path,
+                                                 DescribeExtent(*extents[i - 1]),
+                                                 DescribeExtent(*extents[i])));
+    }
+  }
 
   // One pass over the file: the file's checksum and, for each extent, its own.
   constexpr int64_t kChunk = 4 << 20;
   std::string buf;
   StreamingChecksum whole;
-  size_t next = 0;  // the first extent not finished
-  std::vector<StreamingChecksum> sums(extents.size());
-  const herd::v1::CheckpointExtent* bad = nullptr;
+  StreamingChecksum open_sum;  // of extents[next], the one being read
+  size_t next = 0;
   for (int64_t at = 0; at < file.bytes();) {
     const int64_t n = std::min(kChunk, file.bytes() - at);
     buf.resize(static_cast<size_t>(n));
     absl::Status s = reader.Read(static_cast<uint64_t>(at), buf.size(), buf.data());
     if (!s.ok()) return s;
     whole.Update(buf);
-    for (size_t i = next; i < extents.size(); ++i) {
-      const auto& e = *extents[i];
+    while (next < extents.size() && extents[next]->byte_offset() < at + n) {
+      const auto& e = *extents[next];
       const int64_t lo = std::max(at, e.byte_offset());
       const int64_t hi = std::min(at + n, e.byte_offset() + e.bytes());
-      if (e.byte_offset() >= at + n) break;
-      if (lo < hi) sums[i].Update(std::string_view(buf).substr(lo - at, hi - lo));
-      if (e.byte_offset() + e.bytes() <= at + n) {
-        const uint64_t actual = sums[i].Digest();
-        if (actual != e.checksum() && bad == nullptr) {
-          bad = &e;
-        }
-        if (i == next) ++next;
-      }
+      open_sum.Update(std::string_view(buf).substr(lo - at, hi - lo));
+      if (hi < e.byte_offset() + e.bytes()) break;  // goes on in the next chunk
+      if (open_sum.Digest() != e.checksum() && bad == nullptr) bad = &e;
+      open_sum = StreamingChecksum();
+      ++next;
     }
     at += n;
-  }
-  // Empty extents (and any the loop did not close) are checked here.
-  for (size_t i = next; i < extents.size(); ++i) {
-    const uint64_t actual = sums[i].Digest();
-    if (actual != extents[i]->checksum() && bad == nullptr) {
-      bad = extents[i];
-    }
   }
   if (bad != nullptr) {
     return absl::DataLossError(

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "checkpoint/checkpoint_id.h"
+#include "checkpoint/checksum.h"
 #include "checkpoint/env.h"
 #include "checkpoint/manifest_file.h"
 #include "herd/v1/job.pb.h"
@@ -193,6 +194,34 @@ TEST_F(HostileCheckpoint, ParametersNoResumeReadsDoNotCountAsHeld) {
   Finished v = RunWithin({"checkpoint", "verify", one_}, Log("verify"), 20);
   EXPECT_EQ(v.rc, 1) << v.out;
   EXPECT_THAT(v.out, HasSubstr("not whole")) << v.out;
+}
+
+TEST_F(HostileCheckpoint, AHundredThousandEmptyExtentsAreCheckedOnceEachAndAWrongOneNamed) {
+  // Empty extents hold no bytes and so share none: a manifest may list very many inside
+  // another extent. verify checks each once against the checksum of nothing (it kept a
+  // checksum state per extent and revisited every open one per 4 MiB chunk).
+  const uint64_t of_nothing = checkpoint::StreamingChecksum().Digest();
+  Resign(one_, [&](herd::v1::CheckpointManifest& m) {
+    auto* f = m.mutable_files(0);
+    const int64_t inside = f->extents(0).byte_offset() + 4;
+    for (int i = 0; i < 100000; ++i) {
+      auto* e = f->add_extents();
+      e->set_name("empty/" + std::to_string(i));
+      e->set_dtype("fp32");
+      e->set_total(1);
+      e->set_byte_offset(inside);
+      e->set_checksum(of_nothing);
+    }
+  });
+  Finished ok = RunWithin({"checkpoint", "verify", one_}, Log("verify"), 60);
+  EXPECT_EQ(ok.rc, 0) << ok.out;
+  Resign(one_, [](herd::v1::CheckpointManifest& m) {
+    auto* f = m.mutable_files(0);
+    f->mutable_extents(f->extents_size() - 1)->set_checksum(7);
+  });
+  Finished bad = RunWithin({"checkpoint", "verify", one_}, Log("verify-bad"), 60);
+  EXPECT_EQ(bad.rc, 1) << bad.out;
+  EXPECT_THAT(bad.out, HasSubstr("empty/99999")) << bad.out;
 }
 
 TEST_F(HostileCheckpoint, ADataPositionOutsideAnyEpochIsRefusedByVerify) {
