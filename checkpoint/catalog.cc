@@ -130,6 +130,9 @@ absl::StatusOr<std::vector<CheckpointInfo>> ListCheckpoints(Env& env, const std:
       } else {
         c.problem = MissingFiles(env, c.path, c.manifest);
       }
+      c.files = c.manifest.files_size();
+      c.manifest.clear_files();
+      c.manifest.clear_layout();
     }
     out.push_back(std::move(c));
   }
@@ -139,7 +142,11 @@ absl::StatusOr<std::vector<CheckpointInfo>> ListCheckpoints(Env& env, const std:
   return out;
 }
 
-absl::Status VerifyCheckpoint(Env& env, const std::string& path) {
+namespace {
+
+// VerifyCheckpoint, answering with the manifest it verified (the one a resume must use: a
+// second read could find another).
+absl::StatusOr<herd::v1::CheckpointManifest> VerifiedManifest(Env& env, const std::string& path) {
   auto manifest = ReadManifest(env, path);
   if (!manifest.ok()) {
     // A checkpoint without its manifest (or with a broken one) has lost data.
@@ -157,7 +164,14 @@ absl::Status VerifyCheckpoint(Env& env, const std::string& path) {
     if (!s.ok()) return s;
   }
   // What export and a resume take from it besides: every tensor's parameters, whole.
-  return CheckCoverage(*manifest, JoinPath(path, kManifestFile));
+  if (absl::Status s = CheckCoverage(*manifest, JoinPath(path, kManifestFile)); !s.ok()) return s;
+  return manifest;
+}
+
+}  // namespace
+
+absl::Status VerifyCheckpoint(Env& env, const std::string& path) {
+  return VerifiedManifest(env, path).status();
 }
 
 absl::StatusOr<ResolvedCheckpoint> ResolveCheckpoint(Env& env, const std::string& path) {
@@ -168,12 +182,10 @@ absl::StatusOr<ResolvedCheckpoint> ResolveCheckpoint(Env& env, const std::string
         absl::StrFormat("%s is not a checkpoint directory (not a directory)", path));
   }
   if (IsCheckpointPath(env, path)) {
-    absl::Status s = VerifyCheckpoint(env, path);
-    if (!s.ok()) return s;
+    auto manifest = VerifiedManifest(env, path);
+    if (!manifest.ok()) return manifest.status();
     ResolvedCheckpoint r;
     r.path = path;
-    auto manifest = ReadManifest(env, path);
-    if (!manifest.ok()) return manifest.status();
     r.manifest = *std::move(manifest);
     r.id = r.manifest.id();
     return r;
@@ -192,9 +204,12 @@ absl::StatusOr<ResolvedCheckpoint> ResolveCheckpoint(Env& env, const std::string
     }
   };
   for (auto it = listed->rbegin(); it != listed->rend(); ++it) {
-    absl::Status s =
-        it->problem.empty() ? VerifyCheckpoint(env, it->path) : absl::DataLossError(it->problem);
-    if (!s.ok()) {
+    absl::StatusOr<herd::v1::CheckpointManifest> verified =
+        it->problem.empty()
+            ? VerifiedManifest(env, it->path)
+            : absl::StatusOr<herd::v1::CheckpointManifest>(absl::DataLossError(it->problem));
+    if (!verified.ok()) {
+      const absl::Status& s = verified.status();
       if (r.skipped.size() < ResolvedCheckpoint::kMaxSkippedListed) {
         std::string why = absl::StrFormat("%s: %s", it->id, s.message());
         if (why.size() > ResolvedCheckpoint::kMaxSkippedBytes) {
@@ -210,7 +225,7 @@ absl::StatusOr<ResolvedCheckpoint> ResolveCheckpoint(Env& env, const std::string
     count_unlisted();
     r.path = it->path;
     r.id = it->id;
-    r.manifest = it->manifest;
+    r.manifest = *std::move(verified);
     return r;
   }
   count_unlisted();

@@ -24,9 +24,13 @@ struct CheckpointInfo {
   std::string id;
   std::string path;       // DIR/<id>
   int64_t iteration = 0;  // from the id
-  // Whether the manifest was read and its checksum holds; `manifest` is set only then.
+  // Whether the manifest was read and its checksum holds; `manifest` is set only then, as its
+  // header: what it says of the job, the run and the mode, without its files and layout (a
+  // directory of many checkpoints of a large model would hold them all at once; a reader
+  // that needs them reads the one checkpoint it chose).
   bool manifest_ok = false;
   herd::v1::CheckpointManifest manifest;
+  int files = 0;  // the files the manifest names
   // Why this is not a whole checkpoint ("" when manifest_ok and every file is present with its
   // size; checksums of the files are not read by ListCheckpoints: VerifyCheckpoint does that).
   std::string problem;

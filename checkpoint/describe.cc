@@ -68,7 +68,7 @@ std::string ListJson(const std::string& dir, const std::vector<CheckpointInfo>& 
           .Add("workers", m.workers())
           .Add("shards", m.shards())
           .Add("bytes", c.bytes)
-          .Add("files", m.files_size());
+          .Add("files", c.files);
     }
     row.Add("latest", c.latest).Add("whole", c.problem.empty()).Add("problem", c.problem);
     rows.push_back(std::move(row));

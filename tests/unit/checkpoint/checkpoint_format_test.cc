@@ -148,6 +148,12 @@ TEST(CheckpointCatalog, ListsOldestFirstAndMarksLatest) {
     EXPECT_TRUE(c.manifest_ok);
     EXPECT_EQ(c.problem, "");
     EXPECT_GT(c.bytes, 0);
+    // Only the header is kept per listed checkpoint: the files and the layout (what grows
+    // with the model) are counted, not held; the resolved checkpoint has them whole.
+    EXPECT_GT(c.files, 0);
+    EXPECT_EQ(c.manifest.files_size(), 0);
+    EXPECT_EQ(c.manifest.layout_size(), 0);
+    EXPECT_FALSE(c.manifest.job().empty());
   }
   // LATEST names the last commit (it-3 here), which the catalog reports but does not follow.
   EXPECT_TRUE((*list)[0].latest);
@@ -155,6 +161,8 @@ TEST(CheckpointCatalog, ListsOldestFirstAndMarksLatest) {
   ASSERT_TRUE(resolved.ok()) << resolved.status();
   EXPECT_EQ(resolved->id, "it-00000100");
   EXPECT_TRUE(resolved->skipped.empty());
+  EXPECT_EQ(resolved->manifest.files_size(), (*list)[2].files);
+  EXPECT_GT(resolved->manifest.layout_size(), 0);
   // No temporary directory is left behind by a commit.
   auto names = PosixEnv().ListDir(dir->path());
   ASSERT_TRUE(names.ok());
