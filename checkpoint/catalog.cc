@@ -155,20 +155,25 @@ absl::StatusOr<herd::v1::CheckpointManifest> VerifiedManifest(Env& env, const st
     }
     return manifest.status();
   }
-  if (manifest->id() != BaseName(path)) {
-    return absl::DataLossError(
-        absl::StrFormat("%s/%s is of checkpoint %s", path, kManifestFile, manifest->id()));
-  }
+  if (absl::Status s = CheckManifestOfCheckpoint(*manifest, path); !s.ok()) return s;
   for (const auto& file : manifest->files()) {
     absl::Status s = VerifyStateFile(env, path, file);
     if (!s.ok()) return s;
   }
-  // What export and a resume take from it besides: every tensor's parameters, whole.
-  if (absl::Status s = CheckCoverage(*manifest, JoinPath(path, kManifestFile)); !s.ok()) return s;
   return manifest;
 }
 
 }  // namespace
+
+absl::Status CheckManifestOfCheckpoint(const herd::v1::CheckpointManifest& manifest,
+                                       const std::string& path) {
+  if (manifest.id() != BaseName(path)) {
+    return absl::DataLossError(
+        absl::StrFormat("%s/%s is of checkpoint %s", path, kManifestFile, manifest.id()));
+  }
+  // What export and a resume take from it besides: every tensor's parameters, whole.
+  return CheckCoverage(manifest, JoinPath(path, kManifestFile));
+}
 
 absl::Status VerifyCheckpoint(Env& env, const std::string& path) {
   return VerifiedManifest(env, path).status();

@@ -56,6 +56,12 @@ absl::StatusOr<herd::v1::CheckpointManifest> ReadManifest(Env& env, const std::s
 // actual checksum (or size); FAILED_PRECONDITION for a file that is not a regular file.
 absl::Status VerifyCheckpoint(Env& env, const std::string& path);
 
+// What VerifyCheckpoint checks of checkpoint `path`'s manifest alone (no state file read): it
+// is the manifest of DIR/<id> (its id), and every tensor's parameters are whole where a
+// resume reads them (manifest_check.h, CheckCoverage). DATA_LOSS naming what is wrong.
+absl::Status CheckManifestOfCheckpoint(const herd::v1::CheckpointManifest& manifest,
+                                       const std::string& path);
+
 // Why `path`, which is there, cannot be a checkpoint's file (FAILED_PRECONDITION "not a
 // regular file"); OK when it is a regular file.
 absl::Status RegularFileProblem(Env& env, const std::string& path);

@@ -215,6 +215,10 @@ absl::StatusOr<std::unique_ptr<CheckpointReader>> OpenCheckpoint(Env& env,
   }
   auto manifest = ReadManifest(env, path);
   if (!manifest.ok()) return manifest.status();
+  // What VerifyCheckpoint checks of the manifest alone, cheap enough for every process that
+  // resumes: a manifest put in place after the scheduler verified the checkpoint is held to
+  // the same rules (its id, every tensor's parameters whole where a resume reads them).
+  if (absl::Status s = CheckManifestOfCheckpoint(*manifest, path); !s.ok()) return s;
   for (const auto& file : manifest->files()) {
     const std::string name = JoinPath(path, file.file());
     auto info = env.Stat(name);

@@ -83,8 +83,9 @@ class CheckpointReader : public StateSource {
 };
 
 // Opens checkpoint `path`:
-//  - DIR/<id>: that checkpoint; its manifest is read and checked and every file must be present
-//    with its size (extents are checked as they are read);
+//  - DIR/<id>: that checkpoint; its manifest is read and checked (its id names DIR/<id>, and
+//    CheckCoverage: manifest_check.h) and every file must be present with its size (extents
+//    are checked as they are read);
 //  - DIR: ResolveCheckpoint(DIR) (catalog.h): the newest checkpoint whose every checksum holds,
 //    the newer broken ones in skipped().
 // Errors as ResolveCheckpoint / ReadManifest: DATA_LOSS, NOT_FOUND, FAILED_PRECONDITION.

@@ -194,6 +194,11 @@ TEST_F(HostileCheckpoint, ParametersNoResumeReadsDoNotCountAsHeld) {
   Finished v = RunWithin({"checkpoint", "verify", one_}, Log("verify"), 20);
   EXPECT_EQ(v.rc, 1) << v.out;
   EXPECT_THAT(v.out, HasSubstr("not whole")) << v.out;
+  // A worker opens DIR/<id> without verifying its files (the scheduler did): the manifest is
+  // held to the same rules there, so one swapped in after the scheduler's check is refused.
+  Finished i = RunWithin({"checkpoint", "inspect", one_}, Log("inspect"), 20);
+  EXPECT_EQ(i.rc, 1) << i.out;
+  EXPECT_THAT(i.out, HasSubstr("not whole")) << i.out;
 }
 
 TEST_F(HostileCheckpoint, AHundredThousandEmptyExtentsAreCheckedOnceEachAndAWrongOneNamed) {
