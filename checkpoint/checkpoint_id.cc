@@ -1,8 +1,10 @@
 #include "checkpoint/checkpoint_id.h"
 
+#include <algorithm>
 #include <charconv>
 #include <set>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_format.h"
 
 namespace herd::checkpoint {
@@ -38,12 +40,21 @@ absl::Status CheckFileNames(const herd::v1::CheckpointManifest& manifest) {
   std::set<std::string> seen;
   for (const auto& f : manifest.files()) {
     const std::string& p = f.process();
-    const bool name_ok = !p.empty() && p.find('/') == std::string::npos && p[0] != '.' &&
+    // A process name becomes a file name: no separator, no hidden name, and no NUL or other
+    // control byte (a NUL would cut the path short: "worker-0\0x" would name DIR/<id>/worker-0),
+    // of a length a file system takes. Names are cut in the message: they come from the file.
+    const bool printable = std::none_of(p.begin(), p.end(), [](char c) {
+      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    });
+    const bool name_ok = !p.empty() && p.size() <= static_cast<size_t>(kMaxProcessNameBytes) &&
+                         printable && p.find('/') == std::string::npos && p[0] != '.' &&
                          f.file() == StateFileName(p);
     if (!name_ok) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("checkpoint %s: file '%s' of process '%s' is not named <process>%s",
-                          manifest.id(), f.file(), p, kStateSuffix));
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "checkpoint %s: file '%s' of process '%s' is not named <process>%s (a process name "
+          "of 1 to %d printable bytes, no '/', not starting with '.')",
+          manifest.id(), absl::CEscape(f.file().substr(0, 80)), absl::CEscape(p.substr(0, 80)),
+          kStateSuffix, kMaxProcessNameBytes));
     }
     if (!seen.insert(p).second) {
       return absl::InvalidArgumentError(

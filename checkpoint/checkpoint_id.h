@@ -36,9 +36,14 @@ std::string TempDirOf(std::string_view dir, std::string_view id);
 std::string CheckpointDirOf(std::string_view dir, std::string_view id);
 std::string StateFileName(std::string_view process);
 
-// OK when every file of `manifest` is named <process>.state for a process name without '/'
-// that no other file has; INVALID_ARGUMENT naming the first that is not (a manifest must never
-// point outside its checkpoint's directory).
+// A process's name in a checkpoint ("worker-3", "shard-1") is its state file's name less
+// ".state": within a file system's 255-byte names.
+inline constexpr int kMaxProcessNameBytes = 200;
+
+// OK when every file of `manifest` is named <process>.state for a process name of at most
+// kMaxProcessNameBytes printable bytes without '/', not starting with '.', that no other file
+// has; INVALID_ARGUMENT naming the first that is not (a manifest must never point outside its
+// checkpoint's directory, nor name one file by two names).
 absl::Status CheckFileNames(const herd::v1::CheckpointManifest& manifest);
 
 }  // namespace herd::checkpoint

@@ -229,6 +229,23 @@ TEST_F(HostileCheckpoint, AHundredThousandEmptyExtentsAreCheckedOnceEachAndAWron
   EXPECT_THAT(bad.out, HasSubstr("empty/99999")) << bad.out;
 }
 
+TEST_F(HostileCheckpoint, AProcessNameWithANulOrPastAFileNamesLengthIsRefused) {
+  // "worker-0\0x.state" would be opened as DIR/<id>/worker-0: a second name for a file, or a
+  // name for any file of the directory.
+  for (const std::string& name : {std::string("worker-0\0x", 10), std::string(300, 'w')}) {
+    fs::remove_all(root_);  // a fresh checkpoint for each name
+    ASSERT_TRUE(checkpoint::testing::SaveCheckpoint(checkpoint::PosixEnv(), root_, 10, 2).ok());
+    Resign(one_, [&](herd::v1::CheckpointManifest& m) {
+      m.mutable_files(0)->set_process(name);
+      m.mutable_files(0)->set_file(name + ".state");
+    });
+    Finished v = RunWithin({"checkpoint", "verify", one_}, Log("verify"), 20);
+    EXPECT_EQ(v.rc, 1) << v.out;
+    EXPECT_THAT(v.out, HasSubstr("is not named <process>.state")) << v.out;
+    EXPECT_LT(v.out.size(), 2000u) << "the name is cut in the message";
+  }
+}
+
 TEST_F(HostileCheckpoint, ADataPositionOutsideAnyEpochIsRefusedByVerify) {
   // A resumed worker starts its data at these values: a negative epoch made it count its
   // iterations forever, a negative offset index before its samples.
